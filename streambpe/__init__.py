@@ -1,0 +1,1 @@
+"""streambpe: byte-level BPE tokenizers, trained and applied in streams."""

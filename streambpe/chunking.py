@@ -1,0 +1,156 @@
+"""Cut a byte buffer into chunks at places where a cut cannot change any result.
+
+Two kinds of place are safe (DESIGN rule 3):
+
+* the start of a special token, unless another special-token occurrence spans
+  that position (the leftmost-longest parse would then differ across the cut);
+* inside a document, a space that follows a non-whitespace character, but only
+  for the built-in GPT-2/cl100k/o200k patterns: under them such a space always
+  starts a new piece, and no piece looks further back than its own start.
+
+A chunk never ends inside a UTF-8 character: both kinds of cut sit before an
+ASCII byte or before a special token's first byte.
+
+>>> data = b"one two<|endoftext|>three four"
+>>> find_chunk_boundaries(data, 5, ["<|endoftext|>"], space_cuts=True)
+[0, 7, 25, 30]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import regex
+
+_WHITESPACE = regex.compile(r"\s")
+_SPACE = 0x20
+_MAX_UTF8_LENGTH = 4
+
+
+class ByteBuffer(Protocol):
+    """What chunking needs from ``bytes`` or an ``mmap``."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: slice, /) -> bytes: ...
+    def find(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
+
+
+def _spanned_by_special(data: ByteBuffer, position: int, specials: Sequence[bytes]) -> bool:
+    """True when some special-token occurrence starts before ``position`` and ends after it."""
+    for special in specials:
+        start = max(0, position - len(special) + 1)
+        while True:
+            found = data.find(special, start, position + len(special) - 1)
+            if found < 0 or found >= position:
+                break
+            return True
+    return False
+
+
+def _follows_non_whitespace(data: ByteBuffer, position: int) -> bool:
+    """True when the character ending just before ``position`` is not whitespace."""
+    if position == 0:
+        return False
+    start = position - 1
+    # Step back over UTF-8 continuation bytes to the start of the character.
+    while start > 0 and position - start < _MAX_UTF8_LENGTH and data[start : start + 1][0] >> 6 == 2:
+        start -= 1
+    character = data[start:position].decode("utf-8", errors="replace")
+    return _WHITESPACE.match(character[-1]) is None
+
+
+def _next_special_start(
+    data: ByteBuffer, start: int, end: int, specials: Sequence[bytes]
+) -> int | None:
+    """The first position in ``[start, end)`` where a special token starts, or None."""
+    best: int | None = None
+    for special in specials:
+        found = data.find(special, start, min(len(data), end + len(special) - 1))
+        if found >= 0 and (best is None or found < best):
+            best = found
+    return best
+
+
+def _next_space_cut(data: ByteBuffer, start: int, end: int) -> int | None:
+    """The first space in ``[start, end)`` that follows a non-whitespace character, or None."""
+    position = start
+    while True:
+        found = data.find(b" ", position, end)
+        if found < 0:
+            return None
+        if _follows_non_whitespace(data, found):
+            return found
+        position = found + 1
+
+
+def next_safe_cut(
+    data: ByteBuffer,
+    start: int,
+    specials: Sequence[bytes],
+    *,
+    space_cuts: bool,
+    window: int,
+) -> int | None:
+    """The first safe cut at or after ``start`` (see the module docstring), or None before EOF.
+
+    Searches ``window`` bytes at a time so a cut near ``start`` is found without
+    scanning the rest of the file.
+
+    >>> next_safe_cut(b"ab  cd ef", 1, [], space_cuts=True, window=4)
+    2
+    """
+    length = len(data)
+    position = max(start, 1)
+    while position < length:
+        end = min(length, position + window)
+        candidates = []
+        special_start = _next_special_start(data, position, end, specials)
+        while special_start is not None and _spanned_by_special(data, special_start, specials):
+            special_start = _next_special_start(data, special_start + 1, end, specials)
+        if special_start is not None:
+            candidates.append(special_start)
+        if space_cuts:
+            space = _next_space_cut(data, position, end)
+            while space is not None and _spanned_by_special(data, space, specials):
+                space = _next_space_cut(data, space + 1, end)
+            if space is not None:
+                candidates.append(space)
+        if candidates:
+            return min(candidates)
+        position = end
+    return None
+
+
+def find_chunk_boundaries(
+    data: ByteBuffer,
+    chunk_size: int,
+    special_tokens: Sequence[str],
+    *,
+    space_cuts: bool,
+) -> list[int]:
+    """Offsets ``[0, ..., len(data)]`` cutting ``data`` into chunks of about ``chunk_size`` bytes.
+
+    Each chunk is at least ``chunk_size`` bytes long (except the last) and ends at
+    the first safe cut after that; a stretch with no safe cut stays in one chunk.
+
+    >>> find_chunk_boundaries(b"aaaa bbbb cccc", 4, [], space_cuts=True)
+    [0, 4, 9, 14]
+    >>> find_chunk_boundaries(b"aaaa bbbb cccc", 4, [], space_cuts=False)
+    [0, 14]
+    """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1 byte, got {chunk_size}")
+    specials = [token.encode("utf-8") for token in special_tokens]
+    boundaries = [0]
+    length = len(data)
+    while boundaries[-1] + chunk_size < length:
+        cut = next_safe_cut(
+            data, boundaries[-1] + chunk_size, specials, space_cuts=space_cuts, window=chunk_size
+        )
+        if cut is None:
+            break
+        boundaries.append(cut)
+    if length > 0:
+        boundaries.append(length)
+    return boundaries

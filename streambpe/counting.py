@@ -1,0 +1,169 @@
+"""Word counting: the map step of training.
+
+Counting is a pure function from (path, byte range, pattern, special tokens)
+to :data:`WordCounts`, so any ``concurrent.futures.Executor`` can run it and
+its results can be summed in any order (DESIGN, "Scale-out").
+
+>>> counts = count_words_in_text("the cat<|endoftext|>the hat", GPT2, ["<|endoftext|>"])
+>>> sorted(counts.items())
+[(' cat', 1), (' hat', 1), ('the', 2)]
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .chunking import find_chunk_boundaries
+from .errors import InvalidUTF8Error
+from .patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, compile_pattern
+from .pool import ordered_map, process_pool
+from .specials import SpecialTokenScanner
+
+#: Pretoken (as text) -> number of occurrences.
+WordCounts = dict[str, int]
+#: How invalid UTF-8 is handled: raise :class:`InvalidUTF8Error`, or substitute U+FFFD.
+DecodeErrors = Literal["strict", "replace"]
+
+DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
+#: Called with the number of input bytes just finished.
+ProgressCallback = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    """One unit of counting work: ``path[start:end]``, to be pretokenized with ``pattern``."""
+
+    path: str
+    start: int
+    end: int
+    pattern: str
+    special_tokens: tuple[str, ...]
+    errors: DecodeErrors = "strict"
+
+
+def decode_chunk(data: bytes, path: str, offset: int, errors: DecodeErrors) -> str:
+    """Decode one chunk, naming the file and absolute byte offset of any invalid UTF-8.
+
+    >>> decode_chunk(b"ok\\xff", "f.txt", 10, "replace")
+    'ok\\ufffd'
+    >>> decode_chunk(b"ok\\xff", "f.txt", 10, "strict")
+    Traceback (most recent call last):
+    ...
+    streambpe.errors.InvalidUTF8Error: f.txt: invalid UTF-8 at byte offset 12 (invalid start byte); fix the file, or pass errors='replace' (CLI: --errors replace) to substitute U+FFFD for bad bytes
+    """
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise InvalidUTF8Error(path, offset + exc.start, exc.reason) from None
+
+
+def read_range(byte_range: ByteRange) -> bytes:
+    """The bytes of ``byte_range``, read through a memory map."""
+    with open(byte_range.path, "rb") as file:
+        size = byte_range.end - byte_range.start
+        if size == 0:
+            return b""
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return mapped[byte_range.start : byte_range.end]
+
+
+def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) -> WordCounts:
+    """Count the pieces of ``text``; special tokens separate documents and are not counted."""
+    find_pieces = compile_pattern(pattern).findall
+    counts: Counter[str] = Counter()
+    if special_tokens:
+        for document, _special in SpecialTokenScanner(special_tokens).split(text):
+            counts.update(find_pieces(document))
+    else:
+        counts.update(find_pieces(text))
+    return dict(counts)
+
+
+def count_words_in_range(byte_range: ByteRange) -> WordCounts:
+    """Count the pieces of one byte range of a file (runs in a worker process)."""
+    text = decode_chunk(
+        read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
+    )
+    return count_words_in_text(text, byte_range.pattern, byte_range.special_tokens)
+
+
+def add_word_counts(total: WordCounts, part: WordCounts) -> None:
+    """Add ``part`` into ``total`` in place (word counts form a commutative monoid).
+
+    >>> total = {"a": 1}
+    >>> add_word_counts(total, {"a": 2, "b": 1})
+    >>> total
+    {'a': 3, 'b': 1}
+    """
+    if not total:
+        total.update(part)
+        return
+    get = total.get
+    for word, count in part.items():
+        total[word] = get(word, 0) + count
+
+
+def plan_byte_ranges(
+    path: str,
+    pattern: str,
+    special_tokens: Sequence[str],
+    *,
+    chunk_size: int,
+    errors: DecodeErrors,
+) -> list[ByteRange]:
+    """Cut the file at ``path`` into byte ranges that can be counted independently."""
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        boundaries = find_chunk_boundaries(
+            data,
+            chunk_size,
+            special_tokens,
+            space_cuts=pattern in SPACE_SPLITTABLE_PATTERNS,
+        )
+    specials = tuple(special_tokens)
+    return [
+        ByteRange(path, start, end, pattern, specials, errors)
+        for start, end in zip(boundaries, boundaries[1:], strict=False)
+    ]
+
+
+def count_words_in_file(
+    path: str | Path,
+    *,
+    pattern: str = GPT2,
+    special_tokens: Sequence[str] = (),
+    workers: int = 1,
+    executor: Executor | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    errors: DecodeErrors = "strict",
+    progress_callback: ProgressCallback | None = None,
+) -> WordCounts:
+    """Count the pieces of a whole file, in parallel when ``workers > 1`` or an executor is given.
+
+    The result does not depend on ``workers``, ``executor`` or ``chunk_size``.
+    """
+    ranges = plan_byte_ranges(
+        str(path), pattern, special_tokens, chunk_size=chunk_size, errors=errors
+    )
+    total: WordCounts = {}
+
+    def consume(results: Iterator[WordCounts]) -> None:
+        for byte_range, counts in zip(ranges, results, strict=True):
+            add_word_counts(total, counts)
+            if progress_callback is not None:
+                progress_callback(byte_range.end - byte_range.start)
+
+    in_flight = 2 * max(workers, 1) + 1
+    if executor is not None:
+        consume(ordered_map(executor, count_words_in_range, ranges, max_in_flight=in_flight))
+    elif workers > 1 and len(ranges) > 1:
+        with process_pool(min(workers, len(ranges))) as pool:
+            consume(ordered_map(pool, count_words_in_range, ranges, max_in_flight=in_flight))
+    else:
+        consume(ordered_map(None, count_words_in_range, ranges, max_in_flight=1))
+    return total

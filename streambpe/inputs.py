@@ -1,0 +1,25 @@
+"""Checks on input files, shared by training and file encoding.
+
+>>> check_input_file("/no/such/file")
+Traceback (most recent call last):
+...
+FileNotFoundError: [Errno 2] input file not found: '/no/such/file'
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+
+def check_input_file(path: str | os.PathLike[str]) -> Path:
+    """Return ``path`` as a Path if it is a readable, non-empty regular file; else raise clearly."""
+    resolved = Path(path)
+    if not resolved.exists():
+        raise FileNotFoundError(errno.ENOENT, "input file not found", str(path))
+    if resolved.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "input is a directory, not a file", str(path))
+    if resolved.stat().st_size == 0:
+        raise ValueError(f"{path}: input file is empty; there is nothing to process")
+    return resolved

@@ -1,0 +1,177 @@
+"""The BPE merge loop: learn merges from word counts.
+
+State kept between merges, so no step rescans all pairs:
+
+* ``pair_counts``: how often each adjacent token pair occurs, weighted by word count;
+* ``pair_words``: pair -> indexes of the words that contain (or once contained) it;
+* a max-heap of ``(count, tie-break key, pair)`` with lazy deletion: an entry
+  whose stored count is above the pair's current count is pushed back with the
+  current count when it reaches the top.
+
+The pair with the highest count is merged; among equal counts the greater pair,
+compared as ``(left_bytes, right_bytes)``, wins (DESIGN rule 1). Only pairs that
+contain the newly made token ever *increase*; all others only decrease, which is
+what makes one heap entry per pair enough.
+
+>>> learn_merges({b"low": 5, b"lower": 2, b"newest": 6, b"widest": 3}, 3)
+[(b's', b't'), (b'e', b'st'), (b'o', b'w')]
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+Pair = tuple[int, int]
+#: Called once per merge made.
+MergeCallback = Callable[[], None]
+
+# Maps each byte b to 255 - b so that, decoded as latin-1, a *smaller* string
+# means a *greater* token. The U+0100 terminator sorts after every byte, so a
+# prefix (the smaller token) gets the larger key, as it should.
+_INVERT = bytes(range(255, -1, -1))
+_TERMINATOR = "\u0100"
+
+
+def descending_key(token: bytes) -> str:
+    """A string that sorts in the *opposite* order of ``token`` (a min-heap then pops the max).
+
+    >>> descending_key(b"b") < descending_key(b"a") < descending_key(b"")
+    True
+    >>> descending_key(b"ab") < descending_key(b"a")
+    True
+    """
+    return token.translate(_INVERT).decode("latin-1") + _TERMINATOR
+
+
+@dataclass
+class MergeState:
+    """The merge loop's working state; see the module docstring."""
+
+    words: list[list[int]]
+    word_counts: list[int]
+    token_bytes: list[bytes]
+    token_keys: list[str] = field(default_factory=list)
+    pair_counts: dict[Pair, int] = field(default_factory=dict)
+    pair_words: dict[Pair, set[int]] = field(default_factory=dict)
+    heap: list[tuple[int, str, str, int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.token_keys = [descending_key(token) for token in self.token_bytes]
+        pair_counts = self.pair_counts
+        pair_words = self.pair_words
+        for index, (word, count) in enumerate(zip(self.words, self.word_counts, strict=True)):
+            for pair in zip(word, word[1:]):
+                pair_counts[pair] = pair_counts.get(pair, 0) + count
+                holders = pair_words.get(pair)
+                if holders is None:
+                    pair_words[pair] = {index}
+                else:
+                    holders.add(index)
+        keys = self.token_keys
+        self.heap = [(-count, keys[a], keys[b], a, b) for (a, b), count in pair_counts.items()]
+        heapq.heapify(self.heap)
+
+    def best_pair(self) -> Pair | None:
+        """Pop the pair to merge next, or None when no pair is left."""
+        heap = self.heap
+        pair_counts = self.pair_counts
+        while heap:
+            negative_count, left_key, right_key, a, b = heap[0]
+            current = pair_counts.get((a, b), 0)
+            if current == -negative_count:
+                heapq.heappop(heap)
+                return (a, b)
+            # Stale: the pair lost occurrences since this entry was pushed.
+            if current > 0:
+                heapq.heapreplace(heap, (-current, left_key, right_key, a, b))
+            else:
+                heapq.heappop(heap)
+        return None
+
+    def merge(self, pair: Pair) -> int:
+        """Replace every occurrence of ``pair`` by a new token; return the new token's id."""
+        a, b = pair
+        new_id = len(self.token_bytes)
+        self.token_bytes.append(self.token_bytes[a] + self.token_bytes[b])
+        self.token_keys.append(descending_key(self.token_bytes[new_id]))
+        pair_counts = self.pair_counts
+        pair_words = self.pair_words
+        words = self.words
+        word_counts = self.word_counts
+        grown: set[Pair] = set()
+        for index in pair_words.pop(pair, ()):
+            word = words[index]
+            if a not in word:
+                continue  # stale index entry: an earlier merge consumed the pair
+            count = word_counts[index]
+            merged: list[int] = []
+            length = len(word)
+            position = 0
+            while position < length:
+                token = word[position]
+                if token == a and position + 1 < length and word[position + 1] == b:
+                    if merged:
+                        before = merged[-1]
+                        pair_counts[(before, a)] -= count
+                        left = (before, new_id)
+                        pair_counts[left] = pair_counts.get(left, 0) + count
+                        grown.add(left)
+                    if position + 2 < length:
+                        after = word[position + 2]
+                        pair_counts[(b, after)] -= count
+                        right = (new_id, after)
+                        pair_counts[right] = pair_counts.get(right, 0) + count
+                        grown.add(right)
+                    merged.append(new_id)
+                    position += 2
+                else:
+                    merged.append(token)
+                    position += 1
+            if len(merged) == length:
+                continue  # the word had ``a`` but not followed by ``b``
+            words[index] = merged
+            for new_pair in zip(merged, merged[1:]):
+                if new_id in new_pair:
+                    holders = pair_words.get(new_pair)
+                    if holders is None:
+                        pair_words[new_pair] = {index}
+                    else:
+                        holders.add(index)
+        pair_counts.pop(pair, None)
+        keys = self.token_keys
+        for left_id, right_id in grown:
+            count = pair_counts[(left_id, right_id)]
+            if count > 0:
+                heapq.heappush(
+                    self.heap, (-count, keys[left_id], keys[right_id], left_id, right_id)
+                )
+            else:
+                del pair_counts[(left_id, right_id)]
+        return new_id
+
+
+def learn_merges(
+    word_counts: Mapping[bytes, int],
+    max_merges: int,
+    *,
+    on_merge: MergeCallback | None = None,
+) -> list[tuple[bytes, bytes]]:
+    """Learn up to ``max_merges`` merges, in order, from byte-string word counts.
+
+    Stops early when no pair is left (every word has become a single token).
+    """
+    words = [list(word) for word in word_counts if len(word) > 1]
+    counts = [count for word, count in word_counts.items() if len(word) > 1]
+    state = MergeState(words, counts, [bytes([byte]) for byte in range(256)])
+    merges: list[tuple[bytes, bytes]] = []
+    while len(merges) < max_merges:
+        pair = state.best_pair()
+        if pair is None:
+            break
+        state.merge(pair)
+        merges.append((state.token_bytes[pair[0]], state.token_bytes[pair[1]]))
+        if on_merge is not None:
+            on_merge()
+    return merges

@@ -1,0 +1,110 @@
+"""Progress reporting on stderr: a tqdm bar for people, JSON lines for programs.
+
+Library functions take ``progress: bool | ProgressReporter``; the command line
+chooses the reporter (``--quiet``, ``--progress json``).
+
+>>> reporter = as_reporter(False)
+>>> with reporter.stage("counting", total=10, unit="B") as advance:
+...     advance(10)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol, TextIO
+
+#: Adds to the current stage's done count.
+Advance = Callable[[int], None]
+
+
+class ProgressReporter(Protocol):
+    """Something that can show the progress of named stages."""
+
+    def stage(self, name: str, *, total: int | None, unit: str) -> AbstractContextManager[Advance]:
+        """Report one stage; the context gives a function to call with each amount done."""
+        ...
+
+
+class SilentProgress:
+    """Reports nothing."""
+
+    @contextmanager
+    def stage(self, name: str, *, total: int | None, unit: str) -> Iterator[Advance]:
+        yield lambda done: None
+
+
+class BarProgress:
+    """A tqdm bar per stage on stderr."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+
+    @contextmanager
+    def stage(self, name: str, *, total: int | None, unit: str) -> Iterator[Advance]:
+        from tqdm import tqdm  # imported lazily: importing streambpe stays fast
+
+        with tqdm(
+            total=total,
+            desc=name,
+            unit=unit,
+            unit_scale=unit == "B",
+            unit_divisor=1024 if unit == "B" else 1000,
+            file=self.stream or sys.stderr,
+            dynamic_ncols=True,
+        ) as bar:
+            yield bar.update
+
+
+class JsonLinesProgress:
+    """One JSON object per line on stderr: ``{"stage", "done", "total", "unit", "elapsed"}``.
+
+    Updates are throttled to ``interval`` seconds; the final state of each stage
+    is always written.
+    """
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 0.5) -> None:
+        self.stream = stream
+        self.interval = interval
+
+    def _emit(self, name: str, done: int, total: int | None, unit: str, started: float) -> None:
+        record = {
+            "stage": name,
+            "done": done,
+            "total": total,
+            "unit": unit,
+            "elapsed": round(time.monotonic() - started, 3),
+        }
+        stream = self.stream or sys.stderr
+        stream.write(json.dumps(record) + "\n")
+        stream.flush()
+
+    @contextmanager
+    def stage(self, name: str, *, total: int | None, unit: str) -> Iterator[Advance]:
+        started = time.monotonic()
+        done = 0
+        last = started
+
+        def advance(amount: int) -> None:
+            nonlocal done, last
+            done += amount
+            now = time.monotonic()
+            if now - last >= self.interval:
+                last = now
+                self._emit(name, done, total, unit, started)
+
+        self._emit(name, 0, total, unit, started)
+        yield advance
+        self._emit(name, done, total, unit, started)
+
+
+def as_reporter(progress: bool | ProgressReporter) -> ProgressReporter:
+    """``True`` -> a tqdm bar, ``False`` -> silence, a reporter -> itself."""
+    if progress is True:
+        return BarProgress()
+    if progress is False:
+        return SilentProgress()
+    return progress

@@ -1,0 +1,139 @@
+"""Special-token scanning: find special tokens in text, leftmost-longest.
+
+Special tokens are never split and never merged (DESIGN rule 2). When several
+occurrences overlap, the leftmost wins; at the same start, the longest wins.
+
+pyahocorasick's ``iter_long`` drops valid matches (at the end of the input and
+after some failed partial matches), so the scanner asks ``iter()`` for *every*
+occurrence and selects greedily itself.
+
+>>> scanner = SpecialTokenScanner(["<|endoftext|>", "<|endoftext|><|endoftext|>"])
+>>> [m.token for m in scanner.matches("a<|endoftext|><|endoftext|>b<|endoftext|>")]
+['<|endoftext|><|endoftext|>', '<|endoftext|>']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+import ahocorasick
+
+
+class SpecialMatch(NamedTuple):
+    """One special token found in a text: ``text[start:end] == token``."""
+
+    start: int
+    end: int
+    token: str
+
+
+def validate_special_tokens(tokens: Iterable[str] | None) -> list[str]:
+    """Check a list of special tokens and return it as a list, in the given order.
+
+    >>> validate_special_tokens(["<|endoftext|>"])
+    ['<|endoftext|>']
+    >>> validate_special_tokens(["<s>", "<s>"])
+    Traceback (most recent call last):
+    ...
+    ValueError: duplicate special token '<s>'; list each special token once
+    """
+    if tokens is None:
+        return []
+    if isinstance(tokens, str):
+        raise TypeError(
+            f"special_tokens must be a list of strings, not the string {tokens!r}; "
+            f"write [{tokens!r}]"
+        )
+    checked: list[str] = []
+    seen: set[str] = set()
+    for token in tokens:
+        if not isinstance(token, str):
+            raise TypeError(f"special token {token!r} is not a str")
+        if token == "":
+            raise ValueError("empty special token: a special token needs at least one character")
+        if token in seen:
+            raise ValueError(f"duplicate special token {token!r}; list each special token once")
+        seen.add(token)
+        checked.append(token)
+    return checked
+
+
+class SpecialTokenScanner:
+    """Finds special tokens in a ``str``, leftmost-longest, without overlaps.
+
+    To scan raw bytes, decode them as latin-1 first: offsets then equal byte
+    offsets, and each special token must be given in its latin-1 spelling of
+    its UTF-8 bytes (see :meth:`for_bytes`).
+    """
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self.tokens: tuple[str, ...] = tuple(validate_special_tokens(tokens))
+        self.max_length = max((len(t) for t in self.tokens), default=0)
+        self._automaton: ahocorasick.Automaton | None = None
+        if self.tokens:
+            automaton = ahocorasick.Automaton()
+            for token in self.tokens:
+                automaton.add_word(token, token)
+            automaton.make_automaton()
+            self._automaton = automaton
+
+    @classmethod
+    def for_bytes(cls, tokens: Iterable[str]) -> SpecialTokenScanner:
+        """A scanner over latin-1-decoded bytes, for the UTF-8 bytes of ``tokens``.
+
+        >>> SpecialTokenScanner.for_bytes(["é"]).tokens
+        ('Ã©',)
+        """
+        return cls(t.encode("utf-8").decode("latin-1") for t in validate_special_tokens(tokens))
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens)
+
+    def __getstate__(self) -> tuple[str, ...]:
+        # Automatons pickle slowly and bulkily; rebuilding one is cheap.
+        return self.tokens
+
+    def __setstate__(self, tokens: tuple[str, ...]) -> None:
+        self.__init__(tokens)  # type: ignore[misc]
+
+    def matches(self, text: str, start: int = 0, end: int | None = None) -> list[SpecialMatch]:
+        """All non-overlapping matches in ``text[start:end]``, leftmost-longest, in order.
+
+        Offsets are relative to ``text``.
+
+        >>> SpecialTokenScanner(["ab", "abc", "bcd"]).matches("xabcd")
+        [SpecialMatch(start=1, end=4, token='abc')]
+        """
+        automaton = self._automaton
+        if automaton is None:
+            return []
+        stop = len(text) if end is None else end
+        # iter() reports every occurrence with its inclusive end index.
+        found = sorted(
+            (last + 1 - len(token), -len(token), token)
+            for last, token in automaton.iter(text, start, stop)
+        )
+        selected: list[SpecialMatch] = []
+        cursor = start
+        for begin, negative_length, token in found:
+            if begin >= cursor:
+                cursor = begin - negative_length
+                selected.append(SpecialMatch(begin, cursor, token))
+        return selected
+
+    def split(self, text: str) -> Iterator[tuple[str, str | None]]:
+        """Yield ``(ordinary_text, special_or_None)`` pairs covering ``text`` in order.
+
+        Every special token comes with the ordinary text before it; the last
+        pair carries the remaining text and ``None``.
+
+        >>> list(SpecialTokenScanner(["<s>"]).split("a<s>b"))
+        [('a', '<s>'), ('b', None)]
+        """
+        cursor = 0
+        for match in self.matches(text):
+            yield text[cursor : match.start], match.token
+            cursor = match.end
+        yield text[cursor:], None
+
