@@ -16,13 +16,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from .chunking import find_chunk_boundaries
 from .errors import InvalidUTF8Error
-from .patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, compile_pattern
+from .patterns import GPT2, SPACE_SPLITTABLE_PATTERNS
 from .pool import ordered_map, process_pool
+from .pretokenize import Pretokenizer
 from .specials import SpecialTokenScanner
 
 #: Pretoken (as text) -> number of occurrences.
@@ -73,9 +75,14 @@ def read_range(byte_range: ByteRange) -> bytes:
             return mapped[byte_range.start : byte_range.end]
 
 
+@cache
+def _pretokenizer(pattern: str) -> Pretokenizer:
+    return Pretokenizer(pattern)
+
+
 def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) -> WordCounts:
     """Count the pieces of ``text``; special tokens separate documents and are not counted."""
-    find_pieces = compile_pattern(pattern).findall
+    find_pieces = _pretokenizer(pattern).pieces
     counts: Counter[str] = Counter()
     if special_tokens:
         for document, _special in SpecialTokenScanner(special_tokens).split(text):

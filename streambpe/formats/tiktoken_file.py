@@ -1,0 +1,196 @@
+"""tiktoken's ``.tiktoken`` files, and recovering a merge list from their ranks.
+
+A ``.tiktoken`` file holds one token a line, ``base64(token_bytes) rank``,
+sorted by rank; special tokens are not in it (tiktoken is told about them
+separately). A rank doubles as the token id, and there is no merge list:
+tiktoken's BPE repeatedly merges the adjacent pair whose concatenation has the
+lowest rank. :func:`merges_from_ranks` recovers the merge list that rank order
+implies, so a ``.tiktoken`` file can drive a merge-list tokenizer exactly.
+
+>>> import tempfile
+>>> from pathlib import Path
+>>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b"<|end|>"}
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     path = write_tiktoken(Path(tmp) / "tiny.tiktoken", vocab, {"<|end|>": 258})
+...     ranks = read_tiktoken(path)
+>>> len(ranks), ranks[b"abc"]
+(258, 257)
+>>> merges_from_ranks(ranks)
+[(b'a', b'b'), (b'ab', b'c')]
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from streambpe.errors import FormatError
+
+
+def write_tiktoken(
+    path: str | os.PathLike[str],
+    vocab: Mapping[int, bytes],
+    special_tokens: Mapping[str, int],
+) -> Path:
+    """Write ``vocab`` as a ``.tiktoken`` file, ids as ranks, leaving out special tokens.
+
+    Ranks are ids, so the file reproduces a merge-list tokenizer only when ids
+    grow in merge order (true of GPT-2 and of vocabs from ``train_bpe``);
+    :func:`streambpe.formats.save_tokenizer` checks that before writing.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = write_tiktoken(Path(tmp) / "t.tiktoken", {0: b"a", 1: b"\\xff", 2: b"<s>"},
+    ...                           {"<s>": 2})
+    ...     path.read_text(encoding="ascii")
+    'YQ== 0\\n/w== 1\\n'
+    """
+    special_ids = set(special_tokens.values())
+    lines: list[str] = []
+    rank_of: dict[bytes, int] = {}
+    for rank in sorted(vocab):
+        if rank in special_ids:
+            continue
+        token = vocab[rank]
+        if not token:
+            raise ValueError(f"token id {rank} has empty bytes; every token needs a byte")
+        if token in rank_of:
+            raise ValueError(
+                f"token ids {rank_of[token]} and {rank} both have bytes {token!r}; "
+                "a .tiktoken file maps each token to one rank"
+            )
+        rank_of[token] = rank
+        lines.append(f"{base64.b64encode(token).decode('ascii')} {rank}\n")
+    target = Path(path)
+    target.write_text("".join(lines), encoding="ascii")
+    return target
+
+
+def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
+    """Read a ``.tiktoken`` file into ``{token bytes: rank}``.
+
+    Blank lines are skipped. A line without exactly two fields, bad base64, a
+    rank that is not a non-negative integer, or a token or rank seen before
+    raises :class:`~streambpe.errors.FormatError` naming the file and line.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "t.tiktoken"
+    ...     _ = path.write_text("YQ== 0\\nYg== 1\\n", encoding="ascii")
+    ...     read_tiktoken(path)
+    {b'a': 0, b'b': 1}
+    """
+    source = Path(path)
+    ranks: dict[bytes, int] = {}
+    line_of_rank: dict[int, int] = {}
+    for number, line in enumerate(source.read_bytes().split(b"\n"), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise FormatError(
+                str(source), number, f"expected 'base64-token rank', found {len(fields)} field(s)"
+            )
+        encoded, rank_text = fields
+        try:
+            token = base64.b64decode(encoded, validate=True)
+        except binascii.Error as exc:
+            raise FormatError(str(source), number, f"token {encoded!r} is not base64: {exc}") from exc
+        # isdigit() on bytes is ASCII-only, so int() below never sees "+1", "1_0" or "٣".
+        if not rank_text.isdigit():
+            raise FormatError(
+                str(source), number, f"rank {rank_text!r} is not a non-negative integer"
+            )
+        rank = int(rank_text)
+        if not token:
+            raise FormatError(str(source), number, "token is empty")
+        if token in ranks:
+            raise FormatError(
+                str(source), number, f"token {token!r} already has rank {ranks[token]}"
+            )
+        if rank in line_of_rank:
+            raise FormatError(
+                str(source), number, f"rank {rank} already used on line {line_of_rank[rank]}"
+            )
+        ranks[token] = rank
+        line_of_rank[rank] = number
+    return ranks
+
+
+def merges_from_ranks(
+    ranks: Mapping[bytes, int], *, path: str | os.PathLike[str] | None = None
+) -> list[tuple[bytes, bytes]]:
+    """Derive the merge list implied by tiktoken ranks, in rank order.
+
+    Each multi-byte token is split by rank-based BPE restricted to ranks below
+    its own; a well-formed vocab always ends in exactly two parts, which are the
+    merge that created the token. Anything else raises
+    :class:`~streambpe.errors.FormatError` (naming ``path`` when given), since
+    such a token could never be produced by tiktoken's own BPE.
+
+    >>> merges_from_ranks({b"a": 0, b"b": 1, b"c": 2, b"bc": 3, b"abc": 4})
+    [(b'b', b'c'), (b'a', b'bc')]
+    >>> merges_from_ranks({b"a": 0, b"b": 1, b"c": 2, b"abc": 3})
+    Traceback (most recent call last):
+    ...
+    streambpe.errors.FormatError: mergeable ranks: token b'abc' (rank 3) splits into 3 parts \
+[b'a', b'b', b'c'] using lower ranks, not 2; it cannot be the result of a merge
+    """
+    where = "mergeable ranks" if path is None else str(path)
+    merges: list[tuple[bytes, bytes]] = []
+    for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
+        if len(token) < 2:
+            continue
+        parts = rank_bpe(token, ranks, below=rank)
+        if len(parts) != 2:
+            raise FormatError(
+                where,
+                None,
+                f"token {token!r} (rank {rank}) splits into {len(parts)} parts {parts!r} "
+                "using lower ranks, not 2; it cannot be the result of a merge",
+            )
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def rank_bpe(token: bytes, ranks: Mapping[bytes, int], *, below: int) -> list[bytes]:
+    """Split ``token`` with tiktoken's rank-based BPE, using only ranks lower than ``below``.
+
+    Starting from single bytes, merge the adjacent pair whose concatenation has
+    the lowest rank (the leftmost one on a tie) until no adjacent pair has a
+    rank under the limit.
+
+    >>> ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4, b"abc": 5}
+    >>> rank_bpe(b"abc", ranks, below=5)
+    [b'ab', b'c']
+    >>> rank_bpe(b"abc", ranks, below=6)
+    [b'abc']
+    """
+    if len(token) == 2:
+        # The only possible merge is the token itself; short-cutting it matters
+        # because two-byte tokens are a large share of every real vocab.
+        return [token[:1], token[1:]] if ranks.get(token, below) >= below else [token]
+    parts = [token[i : i + 1] for i in range(len(token))]
+    # pair_ranks[i] is the rank of parts[i] + parts[i + 1], or `below` if it may not merge;
+    # keeping it up to date means each merge recomputes two neighbours, not every pair.
+    pair_ranks = [_capped_rank(parts[i] + parts[i + 1], ranks, below) for i in range(len(parts) - 1)]
+    while pair_ranks:
+        best = min(pair_ranks)
+        if best >= below:
+            break
+        i = pair_ranks.index(best)  # index() finds the leftmost of equal ranks
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        del pair_ranks[i]
+        if i > 0:
+            pair_ranks[i - 1] = _capped_rank(parts[i - 1] + parts[i], ranks, below)
+        if i < len(pair_ranks):
+            pair_ranks[i] = _capped_rank(parts[i] + parts[i + 1], ranks, below)
+    return parts
+
+
+def _capped_rank(pair: bytes, ranks: Mapping[bytes, int], below: int) -> int:
+    rank = ranks.get(pair, below)
+    return rank if rank < below else below

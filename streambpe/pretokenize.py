@@ -1,0 +1,101 @@
+"""Pretokenization: cut text into pieces with a pattern, fast on ASCII.
+
+The ``regex`` module is needed for ``\\p{L}`` and friends, but the standard
+library's ``re`` runs the same pattern about three times faster when every
+class is a plain ASCII range. On ASCII text, ``\\p{L}`` *is* ``[A-Za-z]``,
+``\\p{N}`` is ``[0-9]`` and ``\\s`` is ``[\\t-\\r ]`` (Unicode White_Space), so
+an ASCII spelling of each built-in pattern finds exactly the same pieces there.
+:class:`Pretokenizer` cuts long text into blocks at safe cuts (a space after a
+non-whitespace character, see :mod:`~streambpe.chunking`) and uses the ASCII
+spelling on every block that is pure ASCII. Tests check the equivalence.
+
+>>> Pretokenizer(GPT2).pieces("Hello, wörld's 42!")
+['Hello', ',', ' wörld', "'s", ' 42', '!']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .patterns import CL100K, GPT2, O200K, compile_pattern
+
+_WS = r"\t-\r "  # ASCII White_Space: \t \n \v \f \r and space, as a class body
+
+#: ASCII spellings of the built-in patterns, equivalent on ASCII-only text.
+ASCII_EQUIVALENTS: dict[str, str] = {
+    GPT2: (
+        rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?[^{_WS}A-Za-z0-9]++"""
+        rf"""|[{_WS}]++$|[{_WS}]+(?![^{_WS}])|[{_WS}]"""
+    ),
+    CL100K: (
+        rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+"""
+        rf"""| ?[^{_WS}A-Za-z0-9]++[\r\n]*+|[{_WS}]++$|[{_WS}]*[\r\n]|[{_WS}]+(?![^{_WS}])|[{_WS}]"""
+    ),
+    O200K: "|".join(
+        [
+            r"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[0-9]{1,3}""",
+            rf""" ?[^{_WS}A-Za-z0-9]+[\r\n/]*""",
+            rf"""[{_WS}]*[\r\n]+""",
+            rf"""[{_WS}]+(?![^{_WS}])""",
+            rf"""[{_WS}]+""",
+        ]
+    ),
+}
+
+#: Characters per block when mixed text is cut up to find its ASCII stretches.
+BLOCK_SIZE = 2048
+
+FindAll = Callable[[str], list[str]]
+
+
+def next_space_cut(text: str, start: int) -> int:
+    """The first space at or after ``start`` that follows a non-whitespace character, else ``len(text)``.
+
+    ``str.isspace`` is true for every ``\\s`` character (and a few more), so
+    trusting it can only skip a safe cut, never take an unsafe one.
+
+    >>> next_space_cut("a  b c", 2)
+    4
+    """
+    position = text.find(" ", max(start, 1))
+    while position > 0:
+        if not text[position - 1].isspace():
+            return position
+        position = text.find(" ", position + 1)
+    return len(text)
+
+
+class Pretokenizer:
+    """Cuts text into pieces with ``pattern``; the same pieces as ``regex.findall``, faster."""
+
+    def __init__(self, pattern: str, *, block_size: int = BLOCK_SIZE) -> None:
+        self.pattern = pattern
+        self._findall: FindAll = compile_pattern(pattern).findall
+        ascii_pattern = ASCII_EQUIVALENTS.get(pattern)
+        self._ascii_findall: FindAll | None = (
+            re.compile(ascii_pattern).findall if ascii_pattern is not None else None
+        )
+        self.block_size = block_size
+
+    def pieces(self, text: str) -> list[str]:
+        """All pieces of ``text``, in order."""
+        ascii_findall = self._ascii_findall
+        if ascii_findall is None:
+            return self._findall(text)
+        if text.isascii():
+            return ascii_findall(text)
+        if len(text) <= self.block_size:
+            return self._findall(text)
+        findall = self._findall
+        pieces: list[str] = []
+        start = 0
+        length = len(text)
+        while start < length:
+            end = next_space_cut(text, start + self.block_size)
+            block = text[start:end]
+            pieces += ascii_findall(block) if block.isascii() else findall(block)
+            start = end
+        return pieces
