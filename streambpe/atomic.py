@@ -26,7 +26,9 @@ def atomic_write(path: str | Path) -> Iterator[BinaryIO]:
     keeps whatever it held before.
     """
     final = Path(path)
-    descriptor, temporary = tempfile.mkstemp(dir=final.parent or Path("."), prefix=f".{final.name}.", suffix=".tmp")
+    descriptor, temporary = tempfile.mkstemp(
+        dir=final.parent or Path("."), prefix=f".{final.name}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(descriptor, "wb") as file:
             yield file

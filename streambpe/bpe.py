@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from itertools import pairwise
 
 _NO_RANK = sys.maxsize
 _SINGLE_BYTES = [bytes([byte]) for byte in range(256)]
@@ -31,7 +32,7 @@ def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
     if len(parts) < 2:
         return parts
     rank_of = ranks.get
-    pair_ranks = [rank_of(left + right, _NO_RANK) for left, right in zip(parts, parts[1:])]
+    pair_ranks = [rank_of(left + right, _NO_RANK) for left, right in pairwise(parts)]
     while True:
         best = min(pair_ranks)
         if best == _NO_RANK:

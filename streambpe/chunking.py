@@ -54,7 +54,9 @@ def _follows_non_whitespace(data: ByteBuffer, position: int) -> bool:
         return False
     start = position - 1
     # Step back over UTF-8 continuation bytes to the start of the character.
-    while start > 0 and position - start < _MAX_UTF8_LENGTH and data[start : start + 1][0] >> 6 == 2:
+    while (
+        start > 0 and position - start < _MAX_UTF8_LENGTH and data[start : start + 1][0] >> 6 == 2
+    ):
         start -= 1
     character = data[start:position].decode("utf-8", errors="replace")
     return _WHITESPACE.match(character[-1]) is None

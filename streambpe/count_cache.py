@@ -36,7 +36,9 @@ def default_cache_dir() -> Path:
     return Path(base) / "streambpe"
 
 
-def _settings_digest(hasher: xxhash.xxh3_128, pattern: str, special_tokens: Sequence[str], errors: str) -> str:
+def _settings_digest(
+    hasher: xxhash.xxh3_128, pattern: str, special_tokens: Sequence[str], errors: str
+) -> str:
     # Length-prefix every field so no two different settings hash the same bytes.
     for field in (pattern, errors, *special_tokens):
         encoded = field.encode("utf-8")
@@ -57,9 +59,7 @@ def fingerprint_file(
     return _settings_digest(hasher, pattern, special_tokens, errors)
 
 
-def fingerprint_text(
-    text: str, *, pattern: str, special_tokens: Sequence[str], errors: str
-) -> str:
+def fingerprint_text(text: str, *, pattern: str, special_tokens: Sequence[str], errors: str) -> str:
     """The cache key for counting an in-memory text with these settings."""
     hasher = xxhash.xxh3_128(text.encode("utf-8", errors="surrogatepass"))
     return _settings_digest(hasher, pattern, special_tokens, errors)

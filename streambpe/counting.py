@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
@@ -135,7 +136,7 @@ def plan_byte_ranges(
     specials = tuple(special_tokens)
     return [
         ByteRange(path, start, end, pattern, specials, errors)
-        for start, end in zip(boundaries, boundaries[1:], strict=False)
+        for start, end in pairwise(boundaries)
     ]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 Pair = tuple[int, int]
 #: Called once per merge made.
@@ -62,7 +63,7 @@ class MergeState:
         pair_counts = self.pair_counts
         pair_words = self.pair_words
         for index, (word, count) in enumerate(zip(self.words, self.word_counts, strict=True)):
-            for pair in zip(word, word[1:]):
+            for pair in pairwise(word):
                 pair_counts[pair] = pair_counts.get(pair, 0) + count
                 holders = pair_words.get(pair)
                 if holders is None:
@@ -132,7 +133,7 @@ class MergeState:
             if len(merged) == length:
                 continue  # the word had ``a`` but not followed by ``b``
             words[index] = merged
-            for new_pair in zip(merged, merged[1:]):
+            for new_pair in pairwise(merged):
                 if new_id in new_pair:
                     holders = pair_words.get(new_pair)
                     if holders is None:

@@ -73,7 +73,9 @@ class PieceCache(dict[str, TokenIds]):
     def info(self) -> CacheInfo:
         """Hit and miss counts so far; hits are lookups that ran no BPE."""
         lookups = max(self.lookups, self.misses)
-        return CacheInfo(lookups - self.misses, self.misses, self.maxsize, len(self) + len(self._previous))
+        return CacheInfo(
+            lookups - self.misses, self.misses, self.maxsize, len(self) + len(self._previous)
+        )
 
     def reset(self) -> None:
         """Drop every entry and zero the counts."""

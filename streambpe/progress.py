@@ -56,7 +56,11 @@ class BarProgress:
             file=self.stream or sys.stderr,
             dynamic_ncols=True,
         ) as bar:
-            yield bar.update
+
+            def advance(amount: int) -> None:
+                bar.update(amount)
+
+            yield advance
 
 
 class JsonLinesProgress:

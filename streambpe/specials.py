@@ -136,4 +136,3 @@ class SpecialTokenScanner:
             yield text[cursor : match.start], match.token
             cursor = match.end
         yield text[cursor:], None
-

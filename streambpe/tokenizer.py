@@ -15,7 +15,15 @@ which runs rank-based BPE (:mod:`~streambpe.bpe`) only on a miss.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -23,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .bpe import merge_piece, ranks_from_merges
 from .patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
-from .pretokenize import Pretokenizer
 from .piece_cache import CacheInfo, PieceCache, TokenIds
+from .pretokenize import Pretokenizer
 from .specials import SpecialTokenScanner, validate_special_tokens
 from .streaming import StreamSplitter
 
@@ -65,7 +73,9 @@ class Tokenizer:
         pattern: str = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        self._setup(dict(vocab), ranks_from_merges(list(merges)), special_tokens, pattern, cache_size)
+        self._setup(
+            dict(vocab), ranks_from_merges(list(merges)), special_tokens, pattern, cache_size
+        )
         self._merges: list[tuple[bytes, bytes]] | None = list(merges)
 
     def _setup(
@@ -158,7 +168,10 @@ class Tokenizer:
         from .formats.tiktoken_file import read_tiktoken
 
         return cls.from_ranks(
-            read_tiktoken(path), pattern=pattern, special_tokens=special_tokens, cache_size=cache_size
+            read_tiktoken(path),
+            pattern=pattern,
+            special_tokens=special_tokens,
+            cache_size=cache_size,
         )
 
     @classmethod
@@ -178,7 +191,9 @@ class Tokenizer:
         return tokenizer
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+    def load(
+        cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> Tokenizer:
         """Load a directory written by :meth:`save` or ``streambpe train`` (any format)."""
         from .formats import load_tokenizer
 
@@ -227,7 +242,11 @@ class Tokenizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._setup(
-            state["vocab"], state["ranks"], state["special_tokens"], state["pattern"], state["cache_size"]
+            state["vocab"],
+            state["ranks"],
+            state["special_tokens"],
+            state["pattern"],
+            state["cache_size"],
         )
         self._merges = state["merges"]
 
@@ -416,16 +435,16 @@ class Tokenizer:
         )
 
     def aencode_iterable(
-        self, source: AsyncIterable[str] | Iterable[str], **options: Any
+        self, source: AsyncIterable[str] | Iterable[str]
     ) -> AsyncIterator[list[int]]:
         """Async form of :meth:`encode_iterable`: an async iterator of id *batches*.
 
-        See :func:`streambpe.aio.aencode_iterable` for the options and
-        :func:`streambpe.aio.flatten` to get single ids.
+        Batches keep the per-``await`` cost small; :func:`streambpe.aio.flatten`
+        turns them into single ids. See :mod:`streambpe.aio`.
         """
         from .aio import aencode_iterable
 
-        return aencode_iterable(self, source, **options)
+        return aencode_iterable(self, source)
 
     def encode_file(
         self,

@@ -1,0 +1,175 @@
+"""Async encoding (anyio: runs under asyncio and trio).
+
+:func:`aencode_iterable` yields *batches* of ids (``list[int]``), one per block
+of text that could be encoded, because one ``await`` per id would cost more
+than the encoding itself; :func:`flatten` turns batches into single ids.
+
+The CPU work runs in a worker thread, in slices of at most
+:data:`SLICE_CHARS` characters, so the event loop gets the GIL back every few
+milliseconds. Reading stops while the consumer is not asking for more
+(backpressure), so memory stays bounded. The ids equal
+``tokenizer.encode(whole_text)`` whatever the chunking.
+
+>>> import anyio
+>>> from streambpe.tokenizer import Tokenizer
+>>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+>>> async def main():
+...     return [i async for i in flatten(aencode_iterable(tok, ["a\\n", "\\n b"]))]
+>>> anyio.run(main) == tok.encode("a\\n\\n b")
+True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from functools import partial
+from itertools import islice
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+
+from .progress import Advance, ProgressReporter, SilentProgress, as_reporter
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from .file_encoding import EncodeStats
+    from .tokenizer import Tokenizer
+    from .trainer import Merges, Vocab
+
+#: Largest text slice encoded in one call: a few milliseconds of GIL-holding work.
+SLICE_CHARS = 64 * 1024
+#: Items pulled at once from a synchronous source (one thread hop per group).
+SYNC_GROUP = 256
+
+ItemT = TypeVar("ItemT")
+
+
+async def _iterate_source(source: AsyncIterable[str] | Iterable[str]) -> AsyncIterator[str]:
+    if isinstance(source, AsyncIterable):
+        async for chunk in source:
+            yield chunk
+        return
+    # A sync source (a file object, say) may block: read it off the loop, in groups.
+    iterator = iter(source)
+    while True:
+        group = await anyio.to_thread.run_sync(list, islice(iterator, SYNC_GROUP))
+        if not group:
+            return
+        for chunk in group:
+            yield chunk
+
+
+def _slices(chunk: str) -> Iterator[str]:
+    for start in range(0, len(chunk), SLICE_CHARS):
+        yield chunk[start : start + SLICE_CHARS]
+
+
+async def aencode_iterable(
+    tokenizer: Tokenizer, source: AsyncIterable[str] | Iterable[str]
+) -> AsyncIterator[list[int]]:
+    """Encode an async (or sync) stream of text chunks; yields lists of ids in order."""
+    splitter = tokenizer.stream_splitter()
+    async for chunk in _iterate_source(source):
+        # Feed large chunks in slices so each release, and each encode call, stays small.
+        for piece in _slices(chunk):
+            ready = splitter.feed(piece)
+            if ready:
+                yield await anyio.to_thread.run_sync(tokenizer.encode, ready)
+    rest = splitter.finish()
+    for piece in _release_in_slices(tokenizer, rest):
+        yield await anyio.to_thread.run_sync(tokenizer.encode, piece)
+
+
+def _release_in_slices(tokenizer: Tokenizer, text: str) -> Iterator[str]:
+    # The stream's tail can be long (no safe cut seen yet); re-cut it the same way.
+    splitter = tokenizer.stream_splitter()
+    for piece in _slices(text):
+        ready = splitter.feed(piece)
+        if ready:
+            yield ready
+    rest = splitter.finish()
+    if rest:
+        yield rest
+
+
+async def flatten(batches: AsyncIterable[list[ItemT]]) -> AsyncIterator[ItemT]:
+    """Yield the items of each batch in turn.
+
+    >>> async def two():
+    ...     yield [1, 2]
+    ...     yield [3]
+    >>> anyio.run(lambda: _collect(flatten(two())))
+    [1, 2, 3]
+    """
+    async for batch in batches:
+        for item in batch:
+            yield item
+
+
+async def _collect(items: AsyncIterable[ItemT]) -> list[ItemT]:
+    return [item async for item in items]
+
+
+class _CancellableProgress:
+    """Wraps a reporter so every progress step checks for cancellation of the awaiting task."""
+
+    def __init__(self, inner: ProgressReporter) -> None:
+        self.inner = inner
+
+    def stage(self, name: str, *, total: int | None, unit: str) -> AbstractContextManager[Advance]:
+        from contextlib import contextmanager
+
+        @contextmanager
+        def checked() -> Iterator[Advance]:
+            with self.inner.stage(name, total=total, unit=unit) as advance:
+
+                def step(amount: int) -> None:
+                    # Raises the host task's cancellation inside the worker thread,
+                    # which unwinds the pool and removes the temporary output.
+                    anyio.from_thread.check_cancelled()
+                    advance(amount)
+
+                yield step
+
+        return checked()
+
+
+async def aencode_file(
+    tokenizer: Tokenizer,
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
+    *,
+    progress: bool | ProgressReporter = False,
+    **options: Any,
+) -> EncodeStats:
+    """Async :func:`~streambpe.file_encoding.encode_file`: same options, same result.
+
+    Cancelling the awaiting task stops the workers and leaves no output file.
+    """
+    from .file_encoding import encode_file
+
+    reporter = _CancellableProgress(as_reporter(progress))
+    return await anyio.to_thread.run_sync(
+        partial(encode_file, tokenizer, input_path, output_path, progress=reporter, **options)
+    )
+
+
+async def atrain_bpe(
+    input_path: str | os.PathLike[str],
+    vocab_size: int,
+    special_tokens: list[str] | None = None,
+    *,
+    progress: bool | ProgressReporter = False,
+    **options: Any,
+) -> tuple[Vocab, Merges]:
+    """Async :func:`~streambpe.trainer.train_bpe`: same options, cancellable between steps."""
+    from .trainer import train_bpe
+
+    reporter = _CancellableProgress(as_reporter(progress) if progress else SilentProgress())
+    return await anyio.to_thread.run_sync(
+        partial(train_bpe, input_path, vocab_size, special_tokens, progress=reporter, **options)
+    )

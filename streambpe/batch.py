@@ -1,0 +1,78 @@
+"""``encode_batch``: many texts at once, spread over processes when that pays off.
+
+Starting processes and shipping text to them costs milliseconds, so small
+batches are encoded in this process.
+
+>>> from streambpe.tokenizer import Tokenizer
+>>> encode_batch(Tokenizer({i: bytes([i]) for i in range(256)}, []), ["a", "bc"])
+[[97], [98, 99]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from .pool import ordered_map, process_pool, resolve_workers
+
+if TYPE_CHECKING:
+    from .tokenizer import SpecialSet, Tokenizer
+
+#: Below this many characters in total, a batch is encoded in-process.
+PARALLEL_THRESHOLD_CHARS = 4 * 1024 * 1024
+#: Characters per task sent to a worker.
+TASK_CHARS = 1024 * 1024
+
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _install_tokenizer(tokenizer: Tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _encode_group(options: dict[str, Any], texts: list[str]) -> list[list[int]]:
+    tokenizer = _worker_tokenizer
+    if tokenizer is None:
+        raise RuntimeError("worker process has no tokenizer installed")
+    return [tokenizer.encode(text, **options) for text in texts]
+
+
+def _groups(texts: Sequence[str]) -> list[list[str]]:
+    # Consecutive texts, about TASK_CHARS characters per group, order kept.
+    groups: list[list[str]] = [[]]
+    size = 0
+    for text in texts:
+        if size >= TASK_CHARS:
+            groups.append([])
+            size = 0
+        groups[-1].append(text)
+        size += len(text)
+    return groups
+
+
+def encode_batch(
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    *,
+    allowed_special: SpecialSet = "all",
+    disallowed_special: SpecialSet = (),
+    workers: int | None = None,
+) -> list[list[int]]:
+    """Encode each text (see :meth:`Tokenizer.encode` for the keywords), in order."""
+    options: dict[str, Any] = {
+        "allowed_special": allowed_special,
+        "disallowed_special": disallowed_special,
+    }
+    count = resolve_workers(workers)
+    if count <= 1 or sum(map(len, texts)) < PARALLEL_THRESHOLD_CHARS:
+        return [tokenizer.encode(text, **options) for text in texts]
+    groups = _groups(texts)
+    results: list[list[int]] = []
+    with process_pool(min(count, len(groups)), _install_tokenizer, (tokenizer,)) as pool:
+        for encoded in ordered_map(
+            pool, partial(_encode_group, options), groups, max_in_flight=2 * count
+        ):
+            results.extend(encoded)
+    return results

@@ -1,0 +1,258 @@
+"""Encode a file of any size into a ``.bin`` of token ids, in constant memory.
+
+The file is memory-mapped and cut where a cut cannot change any id (the same
+cutting as training, :mod:`~streambpe.chunking`). Chunks go to a process pool;
+results come back in input order with a bounded number in flight and are
+written as raw little-endian ids with no header (what nanoGPT-style loaders read
+with ``numpy.memmap``). The output is written to a temporary file and renamed
+on success only.
+
+>>> import pathlib, tempfile
+>>> from streambpe.tokenizer import Tokenizer
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "in.txt").write_text("hi there")
+>>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+>>> stats = encode_file(tok, folder / "in.txt", folder / "out.bin", workers=1)
+>>> stats.tokens, (folder / "out.bin").stat().st_size
+(8, 16)
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+import time
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .atomic import atomic_write
+from .chunking import find_chunk_boundaries
+from .counting import ByteRange, DecodeErrors, decode_chunk, read_range
+from .inputs import check_input_file
+from .patterns import SPACE_SPLITTABLE_PATTERNS
+from .pool import ordered_map, process_pool, resolve_workers
+from .progress import ProgressReporter, as_reporter
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
+
+#: Bytes of input per task: big enough to amortize the hand-off, small enough
+#: that a worker's decoded text and ids stay a few tens of MB.
+DEFAULT_ENCODE_CHUNK_SIZE = 2 * 1024 * 1024
+
+#: Output dtypes: name -> (array typecode, largest id it holds).
+DTYPES: dict[str, tuple[str, int]] = {"uint16": ("H", 2**16 - 1), "uint32": ("I", 2**32 - 1)}
+
+
+@dataclass(frozen=True)
+class EncodeStats:
+    """What :func:`encode_file` did."""
+
+    bytes: int
+    tokens: int
+    seconds: float
+    dtype: str
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Tokens written per second of wall time."""
+        return self.tokens / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def bytes_per_second(self) -> float:
+        """Input bytes consumed per second of wall time."""
+        return self.bytes / self.seconds if self.seconds > 0 else float("inf")
+
+
+def choose_dtype(n_vocab: int, requested: str | None = None) -> str:
+    """``uint16`` when every id fits, else ``uint32``; a requested dtype is checked first.
+
+    >>> choose_dtype(50257), choose_dtype(100277)
+    ('uint16', 'uint32')
+    >>> choose_dtype(100277, "uint16")
+    Traceback (most recent call last):
+    ...
+    ValueError: ids up to 100276 do not fit dtype uint16 (max 65535); use dtype='uint32'
+    """
+    if requested is None:
+        return "uint16" if n_vocab - 1 <= DTYPES["uint16"][1] else "uint32"
+    if requested not in DTYPES:
+        raise ValueError(f"unknown dtype {requested!r}; choose one of {sorted(DTYPES)}")
+    largest = DTYPES[requested][1]
+    if n_vocab - 1 > largest:
+        raise ValueError(
+            f"ids up to {n_vocab - 1} do not fit dtype {requested} (max {largest}); use dtype='uint32'"
+        )
+    return requested
+
+
+def ids_to_bytes(ids: list[int], dtype: str) -> bytes:
+    """Pack ids as little-endian ``dtype``.
+
+    >>> ids_to_bytes([1, 258], "uint16")
+    b'\\x01\\x00\\x02\\x01'
+    """
+    packed = array(DTYPES[dtype][0], ids)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+@dataclass(frozen=True)
+class _EncodeTask:
+    byte_range: ByteRange
+    dtype: str
+
+
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _install_tokenizer(tokenizer: Tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _encode_task(task: _EncodeTask) -> tuple[int, bytes]:
+    tokenizer = _worker_tokenizer
+    if tokenizer is None:
+        raise RuntimeError("worker process has no tokenizer installed")
+    byte_range = task.byte_range
+    text = decode_chunk(
+        read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
+    )
+    ids = tokenizer.encode(text)
+    return len(ids), ids_to_bytes(ids, task.dtype)
+
+
+def plan_encode_ranges(
+    tokenizer: Tokenizer, path: Path, *, chunk_size: int, errors: DecodeErrors
+) -> list[ByteRange]:
+    """Cut ``path`` into ranges that encode independently to the ids of the whole file."""
+    specials = list(tokenizer.special_tokens)
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        boundaries = find_chunk_boundaries(
+            data, chunk_size, specials, space_cuts=tokenizer.pattern in SPACE_SPLITTABLE_PATTERNS
+        )
+    return [
+        ByteRange(str(path), start, end, tokenizer.pattern, tuple(specials), errors)
+        for start, end in pairwise(boundaries)
+    ]
+
+
+def iter_encoded_chunks(
+    tokenizer: Tokenizer,
+    input_path: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    dtype: str | None = None,
+    chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
+    errors: DecodeErrors = "strict",
+    progress: bool | ProgressReporter = False,
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(n_ids, packed_ids)`` for each chunk of the file, in order, without writing a file.
+
+    ``packed_ids`` is little-endian ``dtype``; use :func:`iter_file_ids` for plain ints.
+    """
+    path = check_input_file(input_path)
+    chosen = choose_dtype(tokenizer.n_vocab, dtype)
+    ranges = plan_encode_ranges(tokenizer, path, chunk_size=chunk_size, errors=errors)
+    tasks = [_EncodeTask(byte_range, chosen) for byte_range in ranges]
+    count = min(resolve_workers(workers), len(tasks))
+    reporter = as_reporter(progress)
+    with reporter.stage("encoding", total=path.stat().st_size, unit="B") as advance:
+        if count <= 1:
+            _install_tokenizer(tokenizer)
+            for task, result in zip(
+                tasks, ordered_map(None, _encode_task, tasks, max_in_flight=1), strict=True
+            ):
+                advance(task.byte_range.end - task.byte_range.start)
+                yield result
+            return
+        with process_pool(count, _install_tokenizer, (tokenizer,)) as pool:
+            results = ordered_map(pool, _encode_task, tasks, max_in_flight=2 * count)
+            for task, result in zip(tasks, results, strict=True):
+                advance(task.byte_range.end - task.byte_range.start)
+                yield result
+
+
+def iter_file_ids(
+    tokenizer: Tokenizer,
+    input_path: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
+    errors: DecodeErrors = "strict",
+    progress: bool | ProgressReporter = False,
+) -> Iterator[list[int]]:
+    """Yield the ids of a file chunk by chunk (lists of ints), in order, in constant memory."""
+    chunks = iter_encoded_chunks(
+        tokenizer,
+        input_path,
+        workers=workers,
+        dtype="uint32",
+        chunk_size=chunk_size,
+        errors=errors,
+        progress=progress,
+    )
+    for _count, packed in chunks:
+        values = array("I")
+        values.frombytes(packed)
+        if sys.byteorder == "big":
+            values.byteswap()
+        yield values.tolist()
+
+
+def encode_file(
+    tokenizer: Tokenizer,
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    dtype: str | None = None,
+    chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
+    errors: DecodeErrors = "strict",
+    progress: bool | ProgressReporter = False,
+) -> EncodeStats:
+    """Encode ``input_path`` into ``output_path`` as raw little-endian ids.
+
+    Args:
+        workers: processes to encode with; ``None`` means one per core.
+        dtype: ``"uint16"`` or ``"uint32"``; by default the smallest that holds every id.
+            An id that does not fit raises ``ValueError`` before anything is written.
+        chunk_size: input bytes per task (the ids never depend on it).
+        errors: ``"strict"`` raises on invalid UTF-8 naming the byte offset; ``"replace"``
+            substitutes U+FFFD.
+        progress: ``True`` for a bar on stderr, or a reporter.
+
+    A failure or Ctrl-C leaves no file under ``output_path`` and no worker processes.
+    """
+    started = time.perf_counter()
+    path = check_input_file(input_path)
+    chosen = choose_dtype(tokenizer.n_vocab, dtype)
+    output = Path(output_path)
+    if not output.parent.is_dir():
+        raise FileNotFoundError(f"output directory does not exist: {output.parent}")
+    tokens = 0
+    with atomic_write(output) as sink:
+        for count, packed in iter_encoded_chunks(
+            tokenizer,
+            path,
+            workers=workers,
+            dtype=chosen,
+            chunk_size=chunk_size,
+            errors=errors,
+            progress=progress,
+        ):
+            sink.write(packed)
+            tokens += count
+    return EncodeStats(
+        bytes=path.stat().st_size,
+        tokens=tokens,
+        seconds=time.perf_counter() - started,
+        dtype=chosen,
+    )
