@@ -104,42 +104,34 @@ class MergeState:
         grown: set[Pair] = set()
         for index in pair_words.pop(pair, ()):
             word = words[index]
-            if a not in word:
-                continue  # stale index entry: an earlier merge consumed the pair
             count = word_counts[index]
-            merged: list[int] = []
-            length = len(word)
-            position = 0
-            while position < length:
-                token = word[position]
-                if token == a and position + 1 < length and word[position + 1] == b:
-                    if merged:
-                        before = merged[-1]
-                        pair_counts[(before, a)] -= count
-                        left = (before, new_id)
-                        pair_counts[left] = pair_counts.get(left, 0) + count
-                        grown.add(left)
-                    if position + 2 < length:
-                        after = word[position + 2]
-                        pair_counts[(b, after)] -= count
-                        right = (new_id, after)
-                        pair_counts[right] = pair_counts.get(right, 0) + count
-                        grown.add(right)
-                    merged.append(new_id)
-                    position += 2
-                else:
-                    merged.append(token)
-                    position += 1
-            if len(merged) == length:
-                continue  # the word had ``a`` but not followed by ``b``
-            words[index] = merged
-            for new_pair in pairwise(merged):
-                if new_id in new_pair:
-                    holders = pair_words.get(new_pair)
-                    if holders is None:
-                        pair_words[new_pair] = {index}
-                    else:
-                        holders.add(index)
+            search_from = 0
+            # Each pass consumes an occurrence of ``a`` (two when a == b and they merge).
+            # Stale index entries (the pair was consumed earlier) find no match.
+            remaining = word.count(a)
+            while remaining > 0:
+                position = word.index(a, search_from)
+                search_from = position + 1
+                remaining -= 1
+                if position + 1 == len(word) or word[position + 1] != b:
+                    continue
+                if a == b:
+                    remaining -= 1
+                if position > 0:
+                    before = word[position - 1]
+                    pair_counts[(before, a)] -= count
+                    left = (before, new_id)
+                    pair_counts[left] = pair_counts.get(left, 0) + count
+                    grown.add(left)
+                    _index_word(pair_words, left, index)
+                if position + 2 < len(word):
+                    after = word[position + 2]
+                    pair_counts[(b, after)] -= count
+                    right = (new_id, after)
+                    pair_counts[right] = pair_counts.get(right, 0) + count
+                    grown.add(right)
+                    _index_word(pair_words, right, index)
+                word[position : position + 2] = (new_id,)
         pair_counts.pop(pair, None)
         keys = self.token_keys
         for left_id, right_id in grown:
@@ -151,6 +143,14 @@ class MergeState:
             else:
                 del pair_counts[(left_id, right_id)]
         return new_id
+
+
+def _index_word(pair_words: dict[Pair, set[int]], pair: Pair, index: int) -> None:
+    holders = pair_words.get(pair)
+    if holders is None:
+        pair_words[pair] = {index}
+    else:
+        holders.add(index)
 
 
 def learn_merges(

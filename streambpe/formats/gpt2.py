@@ -8,7 +8,7 @@ ordinary entries of ``vocab.json``, spelled like any other token.
 
 Hugging Face's ``tokenizer.json`` embeds the same two structures, so the
 spelling helpers here (:func:`encode_vocab`, :func:`decode_vocab`,
-:func:`decode_merge`, :func:`parse_merge_line`) are shared with
+:func:`encode_merges`, :func:`decode_merge`, :func:`parse_merge_line`) are shared with
 :mod:`streambpe.formats.hf_json`, as is :func:`read_json_file`.
 
 >>> import tempfile
@@ -30,6 +30,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from streambpe.atomic import atomic_write
 from streambpe.byte_unicode import decode_token, encode_token
 from streambpe.errors import FormatError
 
@@ -48,8 +49,7 @@ def write_gpt2(
 
     ``header=True`` starts ``merges.txt`` with ``#version: 0.2`` as GPT-2's
     original ``vocab.bpe`` does; the default matches the CS336 fixtures.
-    The files are written in place: :func:`streambpe.formats.save_tokenizer`
-    adds the write-then-rename step that keeps a crash from leaving half a file.
+    Each file is written whole or not at all (see :mod:`streambpe.atomic`).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -60,15 +60,14 @@ def write_gpt2(
     """
     folder = Path(directory)
     vocab_text = json.dumps(encode_vocab(vocab), ensure_ascii=False)
-    for number, (left, right) in enumerate(merges, start=1):
-        if not left or not right:
-            raise ValueError(f"merge {number} ({left!r}, {right!r}) has an empty side")
     lines = [MERGES_HEADER] if header else []
-    lines.extend(f"{encode_token(left)} {encode_token(right)}" for left, right in merges)
+    lines.extend(f"{left} {right}" for left, right in encode_merges(merges))
     vocab_path = folder / "vocab.json"
     merges_path = folder / "merges.txt"
-    vocab_path.write_text(vocab_text, encoding="utf-8")
-    merges_path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    with atomic_write(vocab_path) as file:
+        file.write(vocab_text.encode("utf-8"))
+    with atomic_write(merges_path) as file:
+        file.write("".join(line + "\n" for line in lines).encode("utf-8"))
     return vocab_path, merges_path
 
 
@@ -163,7 +162,9 @@ def decode_vocab(spelled: object) -> dict[int, bytes]:
     ValueError: tokens 'a' and 'b' both have id 0
     """
     if not isinstance(spelled, dict):
-        raise ValueError(f"expected a JSON object mapping tokens to ids, found {_json_kind(spelled)}")
+        raise ValueError(
+            f"expected a JSON object mapping tokens to ids, found {_json_kind(spelled)}"
+        )
     vocab: dict[int, bytes] = {}
     spelling_of: dict[int, str] = {}
     for spelling, token_id in spelled.items():
@@ -181,6 +182,20 @@ def decode_vocab(spelled: object) -> dict[int, bytes]:
         vocab[token_id] = decode_token(spelling)
         spelling_of[token_id] = spelling
     return vocab
+
+
+def encode_merges(merges: Sequence[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    """Spell each merge's two sides in GPT-2 characters, rejecting an empty side.
+
+    >>> encode_merges([(b" ", b"t"), (b"\\n", b"\\n")])
+    [('Ġ', 't'), ('Ċ', 'Ċ')]
+    """
+    spelled: list[tuple[str, str]] = []
+    for number, (left, right) in enumerate(merges, start=1):
+        if not left or not right:
+            raise ValueError(f"merge {number} ({left!r}, {right!r}) has an empty side")
+        spelled.append((encode_token(left), encode_token(right)))
+    return spelled
 
 
 def parse_merge_line(line: str) -> tuple[bytes, bytes]:

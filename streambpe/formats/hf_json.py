@@ -18,7 +18,7 @@ therefore written with an equivalent atomic group and read back as cl100k's.
 
 >>> import tempfile
 >>> from pathlib import Path
->>> from streambpe.patterns import CL100K, GPT2
+>>> from streambpe.patterns import GPT2
 >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: "<|é|>".encode()}
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     path = write_hf_json(Path(tmp) / "tokenizer.json", vocab, [(b"a", b"b")],
@@ -35,11 +35,12 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from streambpe.byte_unicode import encode_token
+from streambpe.atomic import atomic_write
 from streambpe.errors import FormatError
 from streambpe.formats.gpt2 import (
     decode_merge,
     decode_vocab,
+    encode_merges,
     encode_vocab,
     parse_merge_line,
     read_json_file,
@@ -71,10 +72,11 @@ def write_hf_json(
     Special tokens go into ``added_tokens`` and, under their literal text, into
     the model's vocab (see the module docstring). A custom ``pattern`` using a
     possessive interval such as ``X{1,3}+`` raises ``ValueError``, since
-    ``tokenizers`` would read it differently; spell it ``(?>X{1,3})``.
+    ``tokenizers`` would read it differently; spell it ``(?>X{1,3})``. The file
+    is written whole or not at all (see :mod:`streambpe.atomic`).
 
     >>> import tempfile
-    >>> from streambpe.patterns import CL100K, GPT2
+    >>> from streambpe.patterns import GPT2
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = write_hf_json(Path(tmp) / "tokenizer.json", {0: b"a", 1: b"b", 2: b"ab"},
     ...                          [(b"a", b"b")], {}, GPT2)
@@ -86,6 +88,9 @@ def write_hf_json(
     special_ids = set(special_tokens.values())
     model_vocab = encode_vocab({i: token for i, token in vocab.items() if i not in special_ids})
     for token, token_id in special_tokens.items():
+        # The literal text shares the key space with byte spellings. A clash with a
+        # vocab entry cannot be written; other overlaps need a mojibake special
+        # such as "Ã©" (the spelling of "é"), which ignore_merges would match.
         if token in model_vocab:
             raise ValueError(
                 f"special token {token!r} reads the same as the byte spelling of token id "
@@ -94,9 +99,6 @@ def write_hf_json(
         model_vocab[token] = token_id
     model_vocab = dict(sorted(model_vocab.items(), key=lambda item: item[1]))
     oniguruma_pattern = _oniguruma_spelling(pattern)
-    for number, (left, right) in enumerate(merges, start=1):
-        if not left or not right:
-            raise ValueError(f"merge {number} ({left!r}, {right!r}) has an empty side")
     document = {
         "version": "1.0",
         "truncation": None,
@@ -138,11 +140,12 @@ def write_hf_json(
             "byte_fallback": False,
             "ignore_merges": True,
             "vocab": model_vocab,
-            "merges": [[encode_token(left), encode_token(right)] for left, right in merges],
+            "merges": [[left, right] for left, right in encode_merges(merges)],
         },
     }
     target = Path(path)
-    target.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    with atomic_write(target) as file:
+        file.write((json.dumps(document, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
     return target
 
 
@@ -208,7 +211,8 @@ def read_hf_json(
             raise FormatError(
                 name,
                 None,
-                f"added_tokens: {token!r} has id {token_id}, which model.vocab gives to {existing!r}",
+                f"added_tokens: {token!r} has id {token_id}, "
+                f"which model.vocab gives to {existing!r}",
             )
         vocab[token_id] = encoded
     merges = _read_merges(name, model.get("merges"))
@@ -230,7 +234,7 @@ def _read_merges(name: str, entries: object) -> list[tuple[bytes, bytes]]:
             ):
                 merges.append(decode_merge(entry[0], entry[1]))
             else:
-                raise ValueError(f"expected \"left right\" or [left, right], found {entry!r}")
+                raise ValueError(f'expected "left right" or [left, right], found {entry!r}')
         except ValueError as exc:
             raise FormatError(name, None, f"model.merges[{index}]: {exc}") from exc
     return merges
@@ -244,7 +248,11 @@ def _read_added_tokens(name: str, entries: object) -> list[tuple[str, int]]:
     for index, entry in enumerate(entries):
         token = entry.get("content") if isinstance(entry, dict) else None
         token_id = entry.get("id") if isinstance(entry, dict) else None
-        if not isinstance(token, str) or isinstance(token_id, bool) or not isinstance(token_id, int):
+        if (
+            not isinstance(token, str)
+            or isinstance(token_id, bool)
+            or not isinstance(token_id, int)
+        ):
             raise FormatError(
                 name, None, f"added_tokens[{index}]: expected {{'id': int, 'content': str, ...}}"
             )

@@ -27,6 +27,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from streambpe.atomic import atomic_write
 from streambpe.errors import FormatError
 
 
@@ -39,7 +40,8 @@ def write_tiktoken(
 
     Ranks are ids, so the file reproduces a merge-list tokenizer only when ids
     grow in merge order (true of GPT-2 and of vocabs from ``train_bpe``);
-    :func:`streambpe.formats.save_tokenizer` checks that before writing.
+    :func:`streambpe.formats.save_tokenizer` checks that before writing. The
+    file is written whole or not at all (see :mod:`streambpe.atomic`).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -65,7 +67,8 @@ def write_tiktoken(
         rank_of[token] = rank
         lines.append(f"{base64.b64encode(token).decode('ascii')} {rank}\n")
     target = Path(path)
-    target.write_text("".join(lines), encoding="ascii")
+    with atomic_write(target) as file:
+        file.write("".join(lines).encode("ascii"))
     return target
 
 
@@ -98,7 +101,9 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
         try:
             token = base64.b64decode(encoded, validate=True)
         except binascii.Error as exc:
-            raise FormatError(str(source), number, f"token {encoded!r} is not base64: {exc}") from exc
+            raise FormatError(
+                str(source), number, f"token {encoded!r} is not base64: {exc}"
+            ) from exc
         # isdigit() on bytes is ASCII-only, so int() below never sees "+1", "1_0" or "٣".
         if not rank_text.isdigit():
             raise FormatError(
@@ -176,7 +181,9 @@ def rank_bpe(token: bytes, ranks: Mapping[bytes, int], *, below: int) -> list[by
     parts = [token[i : i + 1] for i in range(len(token))]
     # pair_ranks[i] is the rank of parts[i] + parts[i + 1], or `below` if it may not merge;
     # keeping it up to date means each merge recomputes two neighbours, not every pair.
-    pair_ranks = [_capped_rank(parts[i] + parts[i + 1], ranks, below) for i in range(len(parts) - 1)]
+    pair_ranks = [
+        _capped_rank(parts[i] + parts[i + 1], ranks, below) for i in range(len(parts) - 1)
+    ]
     while pair_ranks:
         best = min(pair_ranks)
         if best >= below:
