@@ -20,6 +20,7 @@ what makes one heap entry per pair enough.
 from __future__ import annotations
 
 import heapq
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -101,7 +102,10 @@ class MergeState:
         pair_words = self.pair_words
         words = self.words
         word_counts = self.word_counts
-        grown: set[Pair] = set()
+        # Pairs that contain ``new_id`` are new in this step: count and index them
+        # apart, then add them to the shared tables once.
+        new_counts: dict[Pair, int] = {}
+        new_holders: defaultdict[Pair, set[int]] = defaultdict(set)
         for index in pair_words.pop(pair, ()):
             word = words[index]
             count = word_counts[index]
@@ -119,38 +123,30 @@ class MergeState:
                     remaining -= 1
                 if position > 0:
                     before = word[position - 1]
-                    pair_counts[(before, a)] -= count
+                    if before == new_id:  # "a b a b": the pair made just before
+                        new_counts[(new_id, a)] -= count
+                    else:
+                        pair_counts[(before, a)] -= count
                     left = (before, new_id)
-                    pair_counts[left] = pair_counts.get(left, 0) + count
-                    grown.add(left)
-                    _index_word(pair_words, left, index)
+                    new_counts[left] = new_counts.get(left, 0) + count
+                    new_holders[left].add(index)
                 if position + 2 < len(word):
                     after = word[position + 2]
                     pair_counts[(b, after)] -= count
                     right = (new_id, after)
-                    pair_counts[right] = pair_counts.get(right, 0) + count
-                    grown.add(right)
-                    _index_word(pair_words, right, index)
+                    new_counts[right] = new_counts.get(right, 0) + count
+                    new_holders[right].add(index)
                 word[position : position + 2] = (new_id,)
         pair_counts.pop(pair, None)
         keys = self.token_keys
-        for left_id, right_id in grown:
-            count = pair_counts[(left_id, right_id)]
+        heap = self.heap
+        for new_pair, count in new_counts.items():
             if count > 0:
-                heapq.heappush(
-                    self.heap, (-count, keys[left_id], keys[right_id], left_id, right_id)
-                )
-            else:
-                del pair_counts[(left_id, right_id)]
+                pair_counts[new_pair] = count
+                pair_words[new_pair] = new_holders[new_pair]
+                left_id, right_id = new_pair
+                heapq.heappush(heap, (-count, keys[left_id], keys[right_id], left_id, right_id))
         return new_id
-
-
-def _index_word(pair_words: dict[Pair, set[int]], pair: Pair, index: int) -> None:
-    holders = pair_words.get(pair)
-    if holders is None:
-        pair_words[pair] = {index}
-    else:
-        holders.add(index)
 
 
 def learn_merges(
