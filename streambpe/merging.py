@@ -161,6 +161,21 @@ def learn_merges(
     """
     words = [list(word) for word in word_counts if len(word) > 1]
     counts = [count for word, count in word_counts.items() if len(word) > 1]
+    return learn_merges_from_words(words, counts, max_merges, on_merge=on_merge)
+
+
+def learn_merges_from_words(
+    words: list[list[int]],
+    counts: list[int],
+    max_merges: int,
+    *,
+    on_merge: MergeCallback | None = None,
+) -> list[tuple[bytes, bytes]]:
+    """Like :func:`learn_merges`, from words already spelled as byte lists (which it edits).
+
+    >>> learn_merges_from_words([[97, 98], [97, 98, 99]], [2, 1], 2)
+    [(b'a', b'b'), (b'ab', b'c')]
+    """
     state = MergeState(words, counts, [bytes([byte]) for byte in range(256)])
     merges: list[tuple[bytes, bytes]] = []
     while len(merges) < max_merges:

@@ -46,13 +46,15 @@ def _ignore_sigint_then(initializer: Callable[..., None] | None, *initargs: Any)
         initializer(*initargs)
 
 
-def _kill_workers(executor: ProcessPoolExecutor) -> None:
-    # ProcessPoolExecutor has no public way to stop busy workers before 3.14.
-    processes = getattr(executor, "_processes", None) or {}
-    for process in list(processes.values()):
+def _stop_now(executor: ProcessPoolExecutor) -> None:
+    # ProcessPoolExecutor has no public way to stop busy workers before 3.14, and
+    # shutdown() forgets its processes, so take the list first.
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
         if process.is_alive():
             process.kill()
-    for process in list(processes.values()):
+    for process in processes:
         process.join(timeout=5)
 
 
@@ -76,8 +78,7 @@ def process_pool(
     try:
         yield executor
     except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
-        _kill_workers(executor)
+        _stop_now(executor)
         raise
     else:
         executor.shutdown(wait=True)

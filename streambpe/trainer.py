@@ -29,7 +29,7 @@ from pathlib import Path
 from .count_cache import WordCountCache, fingerprint_file
 from .counting import DEFAULT_CHUNK_SIZE, DecodeErrors, WordCounts, count_words_in_file
 from .inputs import check_input_file
-from .merging import learn_merges
+from .merging import learn_merges_from_words
 from .patterns import resolve_pattern
 from .pool import resolve_workers
 from .progress import ProgressReporter, as_reporter
@@ -75,6 +75,23 @@ def build_vocab(special_tokens: Sequence[str], merges: Merges) -> Vocab:
     for left, right in merges:
         vocab[len(vocab)] = left + right
     return vocab
+
+
+def _byte_words(text_counts: WordCounts) -> tuple[list[list[int]], list[int]]:
+    """Spell each word as a list of byte values, emptying ``text_counts`` as it goes.
+
+    Single-byte words are dropped: they hold no pair. Popping keeps peak memory
+    near one copy of the words rather than two.
+    """
+    words: list[list[int]] = []
+    counts: list[int] = []
+    while text_counts:
+        word, count = text_counts.popitem()
+        spelled = list(word.encode("utf-8"))
+        if len(spelled) > 1:
+            words.append(spelled)
+            counts.append(count)
+    return words, counts
 
 
 def _count_with_cache(
@@ -173,10 +190,9 @@ def train_bpe(
         reporter=reporter,
     )
     counted = time.perf_counter()
-    byte_counts = {word.encode("utf-8"): count for word, count in text_counts.items()}
-    del text_counts
+    words, counts = _byte_words(text_counts)
     with reporter.stage("merging", total=max_merges, unit="merge") as advance:
-        merges = learn_merges(byte_counts, max_merges, on_merge=lambda: advance(1))
+        merges = learn_merges_from_words(words, counts, max_merges, on_merge=lambda: advance(1))
     if timings is not None:
         timings["count_words"] = counted - started
         timings["merge"] = time.perf_counter() - counted
