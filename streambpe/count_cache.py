@@ -90,5 +90,6 @@ class WordCountCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         final = self._path(key)
         with atomic_write(final) as file:
-            marshal.dump((_FORMAT_VERSION, counts), file)
+            # marshal takes plain dicts only (not Counter).
+            marshal.dump((_FORMAT_VERSION, dict(counts)), file)
         return final

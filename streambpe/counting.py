@@ -34,6 +34,9 @@ WordCounts = dict[str, int]
 DecodeErrors = Literal["strict", "replace"]
 
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
+#: Counting tasks per worker: enough to balance the load, few enough that the
+#: parent merges only a handful of large dictionaries.
+TASKS_PER_WORKER = 2
 #: Called with the number of input bytes just finished.
 ProgressCallback = Callable[[int], None]
 
@@ -81,24 +84,56 @@ def _pretokenizer(pattern: str) -> Pretokenizer:
     return Pretokenizer(pattern)
 
 
-def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) -> WordCounts:
-    """Count the pieces of ``text``; special tokens separate documents and are not counted."""
+def _count_text_into(
+    counts: Counter[str], text: str, pattern: str, special_tokens: Sequence[str]
+) -> None:
     find_pieces = _pretokenizer(pattern).pieces
-    counts: Counter[str] = Counter()
     if special_tokens:
         for document, _special in SpecialTokenScanner(special_tokens).split(text):
             counts.update(find_pieces(document))
     else:
         counts.update(find_pieces(text))
-    return dict(counts)
 
 
-def count_words_in_range(byte_range: ByteRange) -> WordCounts:
-    """Count the pieces of one byte range of a file (runs in a worker process)."""
-    text = decode_chunk(
-        read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
-    )
-    return count_words_in_text(text, byte_range.pattern, byte_range.special_tokens)
+def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) -> WordCounts:
+    """Count the pieces of ``text``; special tokens separate documents and are not counted."""
+    counts: Counter[str] = Counter()
+    _count_text_into(counts, text, pattern, special_tokens)
+    return counts
+
+
+def count_words_in_ranges(byte_ranges: Sequence[ByteRange]) -> WordCounts:
+    """Count the pieces of several byte ranges of a file, one range in memory at a time.
+
+    This is the task a worker runs: summing inside the worker (in C, through
+    ``Counter.update``) leaves the parent one dictionary to merge per task
+    rather than one per range.
+    """
+    counts: Counter[str] = Counter()
+    for byte_range in byte_ranges:
+        text = decode_chunk(
+            read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
+        )
+        _count_text_into(counts, text, byte_range.pattern, byte_range.special_tokens)
+    return counts
+
+
+def group_ranges(byte_ranges: Sequence[ByteRange], groups: int) -> list[tuple[ByteRange, ...]]:
+    """Split ``byte_ranges`` into at most ``groups`` runs of consecutive ranges of similar size.
+
+    >>> ranges = [ByteRange("f", i, i + 1, "p", ()) for i in range(5)]
+    >>> [len(group) for group in group_ranges(ranges, 2)]
+    [3, 2]
+    """
+    count = max(1, min(groups, len(byte_ranges)))
+    size, extra = divmod(len(byte_ranges), count)
+    grouped: list[tuple[ByteRange, ...]] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        grouped.append(tuple(byte_ranges[start:end]))
+        start = end
+    return [group for group in grouped if group]
 
 
 def add_word_counts(total: WordCounts, part: WordCounts) -> None:
@@ -158,20 +193,32 @@ def count_words_in_file(
     ranges = plan_byte_ranges(
         str(path), pattern, special_tokens, chunk_size=chunk_size, errors=errors
     )
+    if executor is None and (workers <= 1 or len(ranges) <= 1):
+        # In-process: one Counter for the whole file, summed in C.
+        counts: Counter[str] = Counter()
+        for byte_range in ranges:
+            _count_text_into(
+                counts,
+                decode_chunk(read_range(byte_range), byte_range.path, byte_range.start, errors),
+                pattern,
+                special_tokens,
+            )
+            if progress_callback is not None:
+                progress_callback(byte_range.end - byte_range.start)
+        return counts
+    tasks = group_ranges(ranges, TASKS_PER_WORKER * workers)
     total: WordCounts = {}
 
     def consume(results: Iterator[WordCounts]) -> None:
-        for byte_range, counts in zip(ranges, results, strict=True):
+        for group, counts in zip(tasks, results, strict=True):
             add_word_counts(total, counts)
             if progress_callback is not None:
-                progress_callback(byte_range.end - byte_range.start)
+                progress_callback(group[-1].end - group[0].start)
 
-    in_flight = 2 * max(workers, 1) + 1
+    in_flight = 2 * max(workers, 1)
     if executor is not None:
-        consume(ordered_map(executor, count_words_in_range, ranges, max_in_flight=in_flight))
-    elif workers > 1 and len(ranges) > 1:
-        with process_pool(min(workers, len(ranges))) as pool:
-            consume(ordered_map(pool, count_words_in_range, ranges, max_in_flight=in_flight))
+        consume(ordered_map(executor, count_words_in_ranges, tasks, max_in_flight=in_flight))
     else:
-        consume(ordered_map(None, count_words_in_range, ranges, max_in_flight=1))
+        with process_pool(min(workers, len(tasks))) as pool:
+            consume(ordered_map(pool, count_words_in_ranges, tasks, max_in_flight=in_flight))
     return total

@@ -52,7 +52,9 @@ class PieceCache(dict[str, TokenIds]):
             raise ValueError(f"cache size must be >= 0, got {maxsize}")
         self.compute = compute
         self.maxsize = maxsize
-        self._generation_size = max(1, maxsize // 2)
+        # Two generations of maxsize // 2 each; below 2 there is room for one only.
+        self._keeps_previous = maxsize >= 2
+        self._generation_size = maxsize // 2 if self._keeps_previous else maxsize
         self._previous: dict[str, TokenIds] = {}
         self.misses = 0
         self.lookups = 0  # maintained by callers that look up in bulk through ``map``
@@ -65,7 +67,7 @@ class PieceCache(dict[str, TokenIds]):
             if self.maxsize == 0:
                 return ids
         if len(self) >= self._generation_size:
-            self._previous = dict(self)
+            self._previous = dict(self) if self._keeps_previous else {}
             self.clear()
         self[piece] = ids
         return ids

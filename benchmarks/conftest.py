@@ -1,0 +1,345 @@
+"""Shared options, corpora and result reporting for the benchmark suites.
+
+Sizes come from command-line options (or environment variables, handy in tox):
+
+=====================  ===============================  =======
+option                 environment variable             default
+=====================  ===============================  =======
+``--bench-train-mb``   ``STREAMBPE_BENCH_TRAIN_MB``     100
+``--bench-encode-mb``  ``STREAMBPE_BENCH_ENCODE_MB``    20
+``--bench-file-mb``    ``STREAMBPE_BENCH_FILE_MB``      1024
+``--bench-seed``       ``STREAMBPE_BENCH_SEED``         0
+=====================  ===============================  =======
+
+Test modules take everything from here as fixtures and never import this
+module: a measured job runs in a spawned child that imports its test module,
+and ``conftest`` is not a name that resolves reliably there.
+
+Each test records what it measured through the ``report`` fixture, which fills
+``benchmark.extra_info`` and a session-wide board; at the end of the session a
+summary prints every "ours / peer" ratio, since ratios, not absolute seconds,
+are what these shared, noisy machines can compare.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import pytest
+from corpus import DEFAULT_SPECIAL, MIB, cached_corpus, document_joiner
+from peak_memory import Measurement, run_in_child
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
+SPECIAL = DEFAULT_SPECIAL
+
+
+# ---------------------------------------------------------------------------
+# Options
+
+
+_SIZE_OPTIONS = {
+    "--bench-train-mb": ("STREAMBPE_BENCH_TRAIN_MB", 100.0, "training corpus size in MiB"),
+    "--bench-encode-mb": ("STREAMBPE_BENCH_ENCODE_MB", 20.0, "in-memory encode text in MiB"),
+    "--bench-file-mb": ("STREAMBPE_BENCH_FILE_MB", 1024.0, "encode_file input size in MiB"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("streambpe benchmarks")
+    for option, (variable, default, text) in _SIZE_OPTIONS.items():
+        group.addoption(
+            option,
+            type=float,
+            default=float(os.environ.get(variable, default)),
+            help=f"{text} (default {default:g}, or ${variable})",
+        )
+    group.addoption(
+        "--bench-seed",
+        type=int,
+        default=int(os.environ.get("STREAMBPE_BENCH_SEED", 0)),
+        help="seed of the generated corpora (default 0, or $STREAMBPE_BENCH_SEED)",
+    )
+
+
+def _size_bytes(config: pytest.Config, option: str) -> int:
+    return round(float(config.getoption(option)) * MIB)
+
+
+# ---------------------------------------------------------------------------
+# Corpora and reference files
+
+
+@pytest.fixture(scope="session")
+def train_corpus(pytestconfig: pytest.Config) -> Path:
+    """The multilingual training corpus (documents joined by ``<|endoftext|>``)."""
+    seed = pytestconfig.getoption("--bench-seed")
+    return cached_corpus(_size_bytes(pytestconfig, "--bench-train-mb"), seed=seed)
+
+
+@pytest.fixture(scope="session")
+def encode_text(pytestconfig: pytest.Config) -> str:
+    """The multilingual text for in-memory encoding (a different seed from training)."""
+    seed = pytestconfig.getoption("--bench-seed") + 1
+    path = cached_corpus(_size_bytes(pytestconfig, "--bench-encode-mb"), seed=seed)
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def encode_documents(encode_text: str) -> list[str]:
+    """``encode_text`` cut into about 1000 documents of ordinary text (no special tokens)."""
+    documents = encode_text.split(document_joiner(SPECIAL))
+    per_piece = max(1, len(documents) // 1000)
+    return [
+        "\n\n".join(documents[start : start + per_piece])
+        for start in range(0, len(documents), per_piece)
+    ]
+
+
+@pytest.fixture(scope="session")
+def big_file(pytestconfig: pytest.Config) -> Path:
+    """The ``encode_file`` input, ``--bench-file-mb`` MiB."""
+    seed = pytestconfig.getoption("--bench-seed") + 2
+    return cached_corpus(_size_bytes(pytestconfig, "--bench-file-mb"), seed=seed)
+
+
+@pytest.fixture(scope="session")
+def tenth_file(pytestconfig: pytest.Config) -> Path:
+    """A tenth of ``big_file`` (and byte for byte its prefix: same seed)."""
+    seed = pytestconfig.getoption("--bench-seed") + 2
+    return cached_corpus(_size_bytes(pytestconfig, "--bench-file-mb") // 10, seed=seed)
+
+
+# name -> (file, pattern name in streambpe.patterns, special tokens)
+_ENCODINGS: dict[str, tuple[str, str, dict[str, int]]] = {
+    "r50k": ("r50k_base.tiktoken", "gpt2", {SPECIAL: 50256}),
+    "cl100k": (
+        "cl100k_base.tiktoken",
+        "cl100k",
+        {
+            SPECIAL: 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+}
+
+
+@dataclass(frozen=True)
+class EncodingFiles:
+    """A tiktoken encoding as a ``.tiktoken`` file plus its pattern and special tokens.
+
+    Jobs that run in a child process get its fields (plain data), never the
+    object, whose class lives in this conftest. The copies the project ships in
+    ``fixtures/tiktoken`` are preferred over the shared reference folder.
+    """
+
+    name: str
+    path: Path
+    pattern_name: str
+    special_tokens: dict[str, int]
+
+    @property
+    def pattern(self) -> str:
+        from streambpe.patterns import resolve_pattern
+
+        return resolve_pattern(self.pattern_name)
+
+    def tiktoken(self) -> Any:
+        """A ``tiktoken.Encoding`` built offline from these files."""
+        import tiktoken
+        import tiktoken.load
+
+        return tiktoken.Encoding(
+            self.name,
+            pat_str=self.pattern,
+            mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(self.path)),
+            special_tokens=self.special_tokens,
+        )
+
+
+@pytest.fixture(scope="session")
+def encoding_files() -> Callable[[str], EncodingFiles]:
+    """``encoding_files("r50k")``: the files of that encoding, or skip saying which is missing."""
+
+    def find(name: str) -> EncodingFiles:
+        if name not in _ENCODINGS:
+            raise KeyError(f"unknown encoding {name!r}; known: {sorted(_ENCODINGS)}")
+        filename, pattern_name, specials = _ENCODINGS[name]
+        for folder in (ROOT / "fixtures" / "tiktoken", SHARED_FIXTURES / "tiktoken"):
+            if (folder / filename).is_file():
+                return EncodingFiles(name, folder / filename, pattern_name, specials)
+        pytest.skip(f"no {filename} in fixtures/tiktoken or {SHARED_FIXTURES / 'tiktoken'}")
+
+    return find
+
+
+@pytest.fixture(scope="session")
+def streambpe_api() -> Callable[..., Any]:
+    """``streambpe_api("Tokenizer")``: that part of streambpe, or skip if it is not there yet."""
+
+    def lookup(*names: str) -> Any:
+        import streambpe
+
+        found: Any = streambpe
+        for name in names:
+            found = getattr(found, name, None)
+            if found is None:
+                pytest.skip(f"streambpe.{'.'.join(names)} is not available yet")
+        return found
+
+    return lookup
+
+
+@pytest.fixture(scope="session")
+def cs336_corpus() -> Path:
+    """The CS336 reference training text, or skip if the shared fixtures are absent."""
+    path = SHARED_FIXTURES / "cs336" / "corpus.en"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (the shared reference fixtures are not checked out)")
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Reporting
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One implementation's best result in one benchmark group."""
+
+    group: str
+    name: str
+    ours: bool
+    seconds: float
+    peak_rss: int | None
+
+
+@dataclass
+class Board:
+    """Every entry of the session, plus free-form notes, for the closing summary."""
+
+    entries: list[Entry] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def find(self, group: str, name: str) -> Entry | None:
+        return next((e for e in self.entries if e.group == group and e.name == name), None)
+
+
+_BOARD = pytest.StashKey[Board]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_BOARD] = Board()
+
+
+class Report:
+    """Collects one test's timings and turns them into ``extra_info`` and a board entry.
+
+    In-process work is timed by wrapping it with :meth:`timed`; child-process
+    work goes through :meth:`in_child`, which keeps the child's own wall time
+    (not the process start-up) and its tree's peak RSS. The best (smallest) time
+    over the rounds is what gets compared: noise on a shared machine only ever
+    adds time.
+    """
+
+    def __init__(self, benchmark: Any, board: Board) -> None:
+        self.benchmark = benchmark
+        self.board = board
+        self.durations: list[float] = []
+        self.peak_rss: int | None = None
+
+    def timed(self, function: Callable[P, R]) -> Callable[P, R]:
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            started = time.perf_counter()
+            result = function(*args, **kwargs)
+            self.durations.append(time.perf_counter() - started)
+            return result
+
+        return run
+
+    def in_child(self, function: Callable[..., R], *args: Any, **options: Any) -> Measurement[R]:
+        """:func:`peak_memory.run_in_child`, remembering the time and the peak."""
+        measured = run_in_child(function, *args, **options)
+        self.durations.append(measured.seconds)
+        self.peak_rss = max(self.peak_rss or 0, measured.peak_rss)
+        return measured
+
+    @property
+    def best_seconds(self) -> float:
+        return min(self.durations)
+
+    def finish(
+        self,
+        name: str,
+        *,
+        ours: bool,
+        input_bytes: int | None = None,
+        tokens: int | None = None,
+        seconds: float | None = None,
+        **figures: Any,
+    ) -> Entry:
+        """Record the result under ``name``; ``seconds`` overrides the measured best time."""
+        best = self.best_seconds if seconds is None else seconds
+        info = self.benchmark.extra_info
+        info["implementation"] = name
+        info["best_seconds"] = round(best, 4)
+        if self.peak_rss is not None:
+            info["peak_rss_mib"] = round(self.peak_rss / MIB, 1)
+        if input_bytes is not None:
+            info["input_mib"] = round(input_bytes / MIB, 2)
+            info["mib_per_s"] = round(input_bytes / MIB / best, 3)
+        if tokens is not None:
+            info["tokens"] = tokens
+            info["tokens_per_s"] = round(tokens / best)
+        info.update(figures)
+        entry = Entry(self.benchmark.group or "ungrouped", name, ours, best, self.peak_rss)
+        self.board.entries.append(entry)
+        return entry
+
+    def note(self, text: str) -> None:
+        self.board.notes.append(text)
+
+
+@pytest.fixture
+def report(benchmark: Any, request: pytest.FixtureRequest) -> Report:
+    return Report(benchmark, request.config.stash[_BOARD])
+
+
+def _summary_lines(board: Board) -> Iterator[str]:
+    groups = list(dict.fromkeys(entry.group for entry in board.entries))
+    for group in groups:
+        entries = [entry for entry in board.entries if entry.group == group]
+        yield f"[{group}]"
+        for entry in entries:
+            peak = "" if entry.peak_rss is None else f"  peak RSS {entry.peak_rss / MIB:8.1f} MiB"
+            yield f"  {entry.name:<44} {entry.seconds:9.3f} s{peak}"
+        ours = [entry for entry in entries if entry.ours]
+        peers = [entry for entry in entries if not entry.ours]
+        for mine in ours:
+            for peer in peers:
+                line = f"  ratio {mine.name} / {peer.name}: time {mine.seconds / peer.seconds:.2f}x"
+                if mine.peak_rss and peer.peak_rss:
+                    line += f", peak RSS {mine.peak_rss / peer.peak_rss:.2f}x"
+                yield line
+    for note in board.notes:
+        yield f"note: {note}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    board = config.stash.get(_BOARD, None)
+    if not board or not board.entries:
+        return
+    terminalreporter.section("streambpe: ours / peer (below 1.00x: we are faster or smaller)")
+    for line in _summary_lines(board):
+        terminalreporter.write_line(line)

@@ -1,0 +1,250 @@
+"""Streaming benchmarks: ``encode_file`` on a file of a gigabyte, and ``aencode_iterable``.
+
+``encode_file`` (r50k, two worker processes) runs in a child process so that
+the peak RSS of its whole process tree is measured. It runs at two sizes, a
+tenth of ``--bench-file-mb`` and all of it: constant-memory streaming means
+the two peaks are about equal, and the summary prints their ratio.
+
+The tiktoken peer encodes single-threaded and needs the whole text in memory,
+so it cannot take the full file at once. For a fair time it encodes (and writes
+as uint16) a leading slice of about 100 MiB, cut at a document boundary, and
+its time is scaled up to the full file size. The entry's name says it is
+extrapolated; its memory is not comparable and is not reported.
+
+``aencode_iterable`` is timed against the synchronous ``encode_iterable`` and
+``encode`` on the in-memory encode text, fed line by line, under asyncio and
+trio, each round with a cold cache.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+from corpus import DEFAULT_SPECIAL, MIB, document_joiner
+
+if TYPE_CHECKING:
+    from conftest import EncodingFiles, Report
+
+WORKERS = 2
+TIKTOKEN_SLICE_BYTES = 100 * MIB
+ROUNDS = 3
+
+
+# ---------------------------------------------------------------------------
+# encode_file
+
+
+def encode_file_streambpe(
+    tiktoken_path: str,
+    pattern: str,
+    special_tokens: dict[str, int],
+    input_path: str,
+    output_path: str,
+    workers: int,
+) -> dict[str, int]:
+    """Child-process job: build the r50k tokenizer, then encode the file to ``output_path``."""
+    import streambpe
+
+    tokenizer = streambpe.Tokenizer.from_tiktoken(
+        tiktoken_path, pattern=pattern, special_tokens=special_tokens
+    )
+    stats = tokenizer.encode_file(input_path, output_path, workers=workers)
+    return {"bytes": stats.bytes, "tokens": stats.tokens}
+
+
+@pytest.mark.parametrize("size", ["tenth", "full"])
+def test_encode_file_streambpe(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    size: str,
+) -> None:
+    streambpe_api("Tokenizer", "encode_file")
+    files = encoding_files("r50k")
+    source: Path = request.getfixturevalue("big_file" if size == "full" else "tenth_file")
+    benchmark.group = "encode_file" if size == "full" else "encode_file-tenth"
+    output = tmp_path / "ids.bin"
+    job_args = (str(files.path), files.pattern, files.special_tokens, str(source), str(output))
+    try:
+        measured = benchmark.pedantic(
+            report.in_child,
+            args=(encode_file_streambpe, *job_args, WORKERS),
+            kwargs={"preload": ["streambpe"]},
+            rounds=1,
+            iterations=1,
+        )
+    finally:
+        output.unlink(missing_ok=True)  # up to gigabytes: do not leave it in /tmp
+    name = f"streambpe encode_file ({WORKERS} workers)"
+    entry = report.finish(
+        name, ours=True, input_bytes=source.stat().st_size, tokens=measured.result["tokens"]
+    )
+    tenth = report.board.find("encode_file-tenth", name)
+    if size == "full" and tenth is not None and tenth.peak_rss and entry.peak_rss:
+        growth = entry.peak_rss / tenth.peak_rss
+        benchmark.extra_info["peak_rss_vs_tenth_size"] = round(growth, 3)
+        report.note(
+            f"encode_file peak RSS at full size / at a tenth: {growth:.2f}x "
+            f"({entry.peak_rss / MIB:.0f} vs {tenth.peak_rss / MIB:.0f} MiB)"
+        )
+
+
+def leading_documents(path: Path, size: int, special: str = DEFAULT_SPECIAL) -> str:
+    """The whole documents within the first ``size`` bytes of a corpus (all of a small file)."""
+    with path.open("rb") as corpus:
+        head = corpus.read(size)
+        if corpus.read(1):
+            cut = head.rfind(document_joiner(special).encode("utf-8"))
+            head = head[:cut] if cut > 0 else head
+    # A single document longer than the slice may end mid-character: drop that fragment.
+    return head.decode("utf-8", errors="ignore")
+
+
+def test_encode_file_tiktoken_extrapolated(
+    benchmark: Any,
+    report: Report,
+    encoding_files: Callable[[str], EncodingFiles],
+    big_file: Path,
+    tmp_path: Path,
+) -> None:
+    benchmark.group = "encode_file"
+    encoding = encoding_files("r50k").tiktoken()
+    text = leading_documents(big_file, TIKTOKEN_SLICE_BYTES)
+    slice_bytes = len(text.encode("utf-8"))
+    output = tmp_path / "ids.bin"
+
+    def encode_and_write(text: str) -> int:
+        ids = encoding.encode(text, allowed_special="all")
+        with output.open("wb") as out:
+            array("H", ids).tofile(out)
+        return len(ids)
+
+    tokens = benchmark.pedantic(report.timed(encode_and_write), args=(text,), rounds=1)
+    output.unlink()
+    scale = big_file.stat().st_size / slice_bytes
+    report.finish(
+        "tiktoken encode (1 thread, extrapolated)",
+        ours=False,
+        seconds=report.best_seconds * scale,
+        input_bytes=big_file.stat().st_size,
+        tokens=round(tokens * scale),
+        measured_slice_mib=round(slice_bytes / MIB, 1),
+        measured_slice_seconds=round(report.best_seconds, 3),
+    )
+
+
+# ---------------------------------------------------------------------------
+# aencode_iterable against its synchronous counterparts
+
+
+@pytest.fixture(scope="module")
+def encode_lines(encode_text: str) -> list[str]:
+    return encode_text.splitlines(keepends=True)
+
+
+def _cold_r50k(
+    streambpe_api: Callable[..., Any], encoding_files: Callable[[str], EncodingFiles]
+) -> Callable[[], tuple[tuple[Any], dict[str, Any]]]:
+    """A pedantic ``setup`` giving each round a fresh r50k tokenizer (cold piece cache)."""
+    tokenizer_class = streambpe_api("Tokenizer")
+    files = encoding_files("r50k")
+
+    def setup() -> tuple[tuple[Any], dict[str, Any]]:
+        tokenizer = tokenizer_class.from_tiktoken(
+            files.path, pattern=files.pattern, special_tokens=files.special_tokens
+        )
+        return (tokenizer,), {}
+
+    return setup
+
+
+@pytest.mark.benchmark(group="aencode_iterable")
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_aencode_iterable(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    encode_text: str,
+    encode_lines: list[str],
+    backend: str,
+) -> None:
+    streambpe_api("Tokenizer", "aencode_iterable")
+
+    async def lines() -> AsyncIterator[str]:
+        for line in encode_lines:
+            yield line
+
+    async def count_tokens(tokenizer: Any) -> int:
+        count = 0
+        async for batch in tokenizer.aencode_iterable(lines()):
+            count += len(batch)
+        return count
+
+    def run(tokenizer: Any) -> int:
+        return anyio.run(count_tokens, tokenizer, backend=backend)
+
+    tokens = benchmark.pedantic(
+        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files), rounds=ROUNDS
+    )
+    report.finish(
+        f"streambpe aencode_iterable ({backend})",
+        ours=True,
+        input_bytes=len(encode_text.encode("utf-8")),
+        tokens=tokens,
+    )
+
+
+@pytest.mark.benchmark(group="aencode_iterable")
+def test_encode_iterable_sync(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    encode_text: str,
+    encode_lines: list[str],
+) -> None:
+    streambpe_api("Tokenizer", "encode_iterable")
+
+    def run(tokenizer: Any) -> int:
+        return sum(1 for _ in tokenizer.encode_iterable(encode_lines))
+
+    tokens = benchmark.pedantic(
+        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files), rounds=ROUNDS
+    )
+    report.finish(
+        "streambpe encode_iterable (sync)",
+        ours=False,
+        input_bytes=len(encode_text.encode("utf-8")),
+        tokens=tokens,
+    )
+
+
+@pytest.mark.benchmark(group="aencode_iterable")
+def test_encode_whole_text_sync(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    encode_text: str,
+) -> None:
+    def run(tokenizer: Any) -> int:
+        return len(tokenizer.encode(encode_text))
+
+    tokens = benchmark.pedantic(
+        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files), rounds=ROUNDS
+    )
+    report.finish(
+        "streambpe encode (sync, whole text)",
+        ours=False,
+        input_bytes=len(encode_text.encode("utf-8")),
+        tokens=tokens,
+    )
