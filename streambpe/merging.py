@@ -3,7 +3,9 @@
 State kept between merges, so no step rescans all pairs:
 
 * ``pair_counts``: how often each adjacent token pair occurs, weighted by word count;
-* ``pair_words``: pair -> indexes of the words that contain (or once contained) it;
+* ``pair_words``: pair -> indexes of the words that contain (or once contained) it,
+  as lists: a stale or repeated index only costs a look at a word that no
+  longer has the pair, and lists take a third of the memory of sets;
 * a max-heap of ``(count, tie-break key, pair)`` with lazy deletion: an entry
   whose stored count is above the pair's current count is pushed back with the
   current count when it reaches the top.
@@ -56,21 +58,18 @@ class MergeState:
     token_bytes: list[bytes]
     token_keys: list[str] = field(default_factory=list)
     pair_counts: dict[Pair, int] = field(default_factory=dict)
-    pair_words: dict[Pair, set[int]] = field(default_factory=dict)
+    pair_words: dict[Pair, list[int]] = field(default_factory=dict)
     heap: list[tuple[int, str, str, int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.token_keys = [descending_key(token) for token in self.token_bytes]
         pair_counts = self.pair_counts
-        pair_words = self.pair_words
+        holders: defaultdict[Pair, list[int]] = defaultdict(list)
         for index, (word, count) in enumerate(zip(self.words, self.word_counts, strict=True)):
             for pair in pairwise(word):
                 pair_counts[pair] = pair_counts.get(pair, 0) + count
-                holders = pair_words.get(pair)
-                if holders is None:
-                    pair_words[pair] = {index}
-                else:
-                    holders.add(index)
+                holders[pair].append(index)
+        self.pair_words = dict(holders)
         keys = self.token_keys
         self.heap = [(-count, keys[a], keys[b], a, b) for (a, b), count in pair_counts.items()]
         heapq.heapify(self.heap)
@@ -105,7 +104,7 @@ class MergeState:
         # Pairs that contain ``new_id`` are new in this step: count and index them
         # apart, then add them to the shared tables once.
         new_counts: dict[Pair, int] = {}
-        new_holders: defaultdict[Pair, set[int]] = defaultdict(set)
+        new_holders: defaultdict[Pair, list[int]] = defaultdict(list)
         for index in pair_words.pop(pair, ()):
             word = words[index]
             count = word_counts[index]
@@ -129,13 +128,13 @@ class MergeState:
                         pair_counts[(before, a)] -= count
                     left = (before, new_id)
                     new_counts[left] = new_counts.get(left, 0) + count
-                    new_holders[left].add(index)
+                    new_holders[left].append(index)
                 if position + 2 < len(word):
                     after = word[position + 2]
                     pair_counts[(b, after)] -= count
                     right = (new_id, after)
                     new_counts[right] = new_counts.get(right, 0) + count
-                    new_holders[right].add(index)
+                    new_holders[right].append(index)
                 word[position : position + 2] = (new_id,)
         pair_counts.pop(pair, None)
         keys = self.token_keys
