@@ -20,11 +20,16 @@ _NO_RANK = sys.maxsize
 _SINGLE_BYTES = [bytes([byte]) for byte in range(256)]
 
 
-def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
+def merge_piece(piece: bytes, ranks: Mapping[bytes, int], *, below: int = _NO_RANK) -> list[bytes]:
     """Split ``piece`` into tokens by rank-based BPE; returns the token bytes in order.
+
+    Only ranks lower than ``below`` may merge (deriving merges from ranks needs
+    that: a token's own parts come from strictly earlier ranks).
 
     >>> merge_piece(b"aaa", {b"aa": 0})
     [b'aa', b'a']
+    >>> merge_piece(b"abc", {b"ab": 3, b"bc": 4, b"abc": 5}, below=5)
+    [b'ab', b'c']
     >>> merge_piece(b"", {})
     []
     """
@@ -32,10 +37,10 @@ def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
     if len(parts) < 2:
         return parts
     rank_of = ranks.get
-    pair_ranks = [rank_of(left + right, _NO_RANK) for left, right in pairwise(parts)]
+    pair_ranks = [rank_of(left + right, below) for left, right in pairwise(parts)]
     while True:
         best = min(pair_ranks)
-        if best == _NO_RANK:
+        if best >= below:
             return parts
         index = pair_ranks.index(best)
         parts[index] += parts.pop(index + 1)
@@ -44,9 +49,9 @@ def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
             return parts
         # Only the two pairs touching the merged part can change rank.
         if index > 0:
-            pair_ranks[index - 1] = rank_of(parts[index - 1] + parts[index], _NO_RANK)
+            pair_ranks[index - 1] = rank_of(parts[index - 1] + parts[index], below)
         if index < len(pair_ranks):
-            pair_ranks[index] = rank_of(parts[index] + parts[index + 1], _NO_RANK)
+            pair_ranks[index] = rank_of(parts[index] + parts[index + 1], below)
 
 
 def ranks_from_merges(merges: list[tuple[bytes, bytes]]) -> dict[bytes, int]:

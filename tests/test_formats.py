@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+from streambpe.bpe import merge_piece
 from streambpe.byte_unicode import bytes_to_unicode, decode_token, encode_token
 from streambpe.errors import FormatError
 from streambpe.formats import FORMATS, TokenizerFiles, load_tokenizer, save_tokenizer
@@ -28,7 +29,6 @@ from streambpe.formats.gpt2 import read_gpt2, read_merges, write_gpt2
 from streambpe.formats.hf_json import read_hf_json, write_hf_json
 from streambpe.formats.tiktoken_file import (
     merges_from_ranks,
-    rank_bpe,
     read_tiktoken,
     write_tiktoken,
 )
@@ -397,13 +397,13 @@ def test_unmergeable_rank_names_the_file(tmp_path: Path) -> None:
     extra=st.lists(st.binary(min_size=2, max_size=4), unique=True, max_size=40),
     below=st.integers(0, 400),
 )
-def test_rank_bpe_matches_the_obvious_algorithm(
+def test_merge_piece_below_a_rank_matches_the_obvious_algorithm(
     token: bytes, extra: list[bytes], below: int
 ) -> None:
     ranks = {bytes([byte]): byte for byte in range(256)}
     for token_bytes in extra:
         ranks.setdefault(token_bytes, len(ranks))
-    assert rank_bpe(token, ranks, below=below) == reference_rank_bpe(token, ranks, below)
+    assert merge_piece(token, ranks, below=below) == reference_rank_bpe(token, ranks, below)
 
 
 @ROUND_TRIPS

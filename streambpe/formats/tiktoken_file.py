@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from streambpe.atomic import atomic_write
+from streambpe.bpe import merge_piece
 from streambpe.errors import FormatError
 
 
@@ -149,7 +150,7 @@ def merges_from_ranks(
     for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
         if len(token) < 2:
             continue
-        parts = rank_bpe(token, ranks, below=rank)
+        parts = merge_piece(token, ranks, below=rank)
         if len(parts) != 2:
             raise FormatError(
                 where,
@@ -159,45 +160,3 @@ def merges_from_ranks(
             )
         merges.append((parts[0], parts[1]))
     return merges
-
-
-def rank_bpe(token: bytes, ranks: Mapping[bytes, int], *, below: int) -> list[bytes]:
-    """Split ``token`` with tiktoken's rank-based BPE, using only ranks lower than ``below``.
-
-    Starting from single bytes, merge the adjacent pair whose concatenation has
-    the lowest rank (the leftmost one on a tie) until no adjacent pair has a
-    rank under the limit.
-
-    >>> ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4, b"abc": 5}
-    >>> rank_bpe(b"abc", ranks, below=5)
-    [b'ab', b'c']
-    >>> rank_bpe(b"abc", ranks, below=6)
-    [b'abc']
-    """
-    if len(token) == 2:
-        # The only possible merge is the token itself; short-cutting it matters
-        # because two-byte tokens are a large share of every real vocab.
-        return [token[:1], token[1:]] if ranks.get(token, below) >= below else [token]
-    parts = [token[i : i + 1] for i in range(len(token))]
-    # pair_ranks[i] is the rank of parts[i] + parts[i + 1], or `below` if it may not merge;
-    # keeping it up to date means each merge recomputes two neighbours, not every pair.
-    pair_ranks = [
-        _capped_rank(parts[i] + parts[i + 1], ranks, below) for i in range(len(parts) - 1)
-    ]
-    while pair_ranks:
-        best = min(pair_ranks)
-        if best >= below:
-            break
-        i = pair_ranks.index(best)  # index() finds the leftmost of equal ranks
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
-        del pair_ranks[i]
-        if i > 0:
-            pair_ranks[i - 1] = _capped_rank(parts[i - 1] + parts[i], ranks, below)
-        if i < len(pair_ranks):
-            pair_ranks[i] = _capped_rank(parts[i] + parts[i + 1], ranks, below)
-    return parts
-
-
-def _capped_rank(pair: bytes, ranks: Mapping[bytes, int], below: int) -> int:
-    rank = ranks.get(pair, below)
-    return rank if rank < below else below
