@@ -32,6 +32,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from .progress import Advance, ProgressReporter, SilentProgress, as_reporter
+from .streaming import StreamSplitter
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 #: Largest text slice encoded in one call: a few milliseconds of GIL-holding work.
 SLICE_CHARS = 64 * 1024
 #: Items pulled at once from a synchronous source (one thread hop per group).
-SYNC_GROUP = 256
+SYNC_GROUP = 1024
 
 ItemT = TypeVar("ItemT")
 
@@ -53,47 +54,84 @@ async def _iterate_source(source: AsyncIterable[str] | Iterable[str]) -> AsyncIt
         async for chunk in source:
             yield chunk
         return
-    # A sync source (a file object, say) may block: read it off the loop, in groups.
+    # A sync source (a file object, say) may block: read it off the loop, a group
+    # of items per thread hop, joined so the loop handles one string per group.
     iterator = iter(source)
     while True:
-        group = await anyio.to_thread.run_sync(list, islice(iterator, SYNC_GROUP))
+        group = await anyio.to_thread.run_sync(_take_group, iterator)
         if not group:
             return
-        for chunk in group:
-            yield chunk
+        yield group
 
 
-def _slices(chunk: str) -> Iterator[str]:
-    for start in range(0, len(chunk), SLICE_CHARS):
-        yield chunk[start : start + SLICE_CHARS]
+def _take_group(iterator: Iterator[str]) -> str:
+    # Up to SYNC_GROUP items or about SLICE_CHARS characters, whichever comes first:
+    # few hops for short lines, little read-ahead for long chunks.
+    group: list[str] = []
+    size = 0
+    for item in islice(iterator, SYNC_GROUP):
+        group.append(item)
+        size += len(item)
+        if size >= SLICE_CHARS:
+            break
+    return "".join(group)
+
+
+def _slices(text: str) -> Iterator[str]:
+    for start in range(0, len(text), SLICE_CHARS):
+        yield text[start : start + SLICE_CHARS]
+
+
+def _encode_ready(tokenizer: Tokenizer, splitter: StreamSplitter, text: str) -> list[int]:
+    """Feed ``text`` to ``splitter`` and encode whatever it releases (runs in a worker thread).
+
+    Feeding in slices keeps every ``encode`` call to a few milliseconds of
+    GIL-holding C code, so the event loop's thread gets the GIL back often.
+    """
+    ids: list[int] = []
+    for piece in _slices(text):
+        ready = splitter.feed(piece)
+        if ready:
+            ids += tokenizer.encode(ready)
+    return ids
+
+
+def _encode_rest(tokenizer: Tokenizer, splitter: StreamSplitter) -> list[int]:
+    """Encode the stream's tail, re-cut into slices the same way (runs in a worker thread)."""
+    tail = tokenizer.stream_splitter()
+    ids = _encode_ready(tokenizer, tail, splitter.finish())
+    rest = tail.finish()
+    if rest:
+        ids += tokenizer.encode(rest)
+    return ids
 
 
 async def aencode_iterable(
     tokenizer: Tokenizer, source: AsyncIterable[str] | Iterable[str]
 ) -> AsyncIterator[list[int]]:
-    """Encode an async (or sync) stream of text chunks; yields lists of ids in order."""
+    """Encode an async (or sync) stream of text chunks; yields lists of ids in order.
+
+    The source is read only as fast as batches are consumed: while the consumer
+    holds a batch, nothing more is read.
+    """
     splitter = tokenizer.stream_splitter()
+    pending: list[str] = []
+    pending_size = 0
     async for chunk in _iterate_source(source):
-        # Feed large chunks in slices so each release, and each encode call, stays small.
-        for piece in _slices(chunk):
-            ready = splitter.feed(piece)
-            if ready:
-                yield await anyio.to_thread.run_sync(tokenizer.encode, ready)
-    rest = splitter.finish()
-    for piece in _release_in_slices(tokenizer, rest):
-        yield await anyio.to_thread.run_sync(tokenizer.encode, piece)
-
-
-def _release_in_slices(tokenizer: Tokenizer, text: str) -> Iterator[str]:
-    # The stream's tail can be long (no safe cut seen yet); re-cut it the same way.
-    splitter = tokenizer.stream_splitter()
-    for piece in _slices(text):
-        ready = splitter.feed(piece)
-        if ready:
-            yield ready
-    rest = splitter.finish()
-    if rest:
-        yield rest
+        pending.append(chunk)
+        pending_size += len(chunk)
+        if pending_size >= SLICE_CHARS:
+            text = "".join(pending)
+            pending.clear()
+            pending_size = 0
+            ids = await anyio.to_thread.run_sync(_encode_ready, tokenizer, splitter, text)
+            if ids:
+                yield ids
+    text = "".join(pending)
+    ids = await anyio.to_thread.run_sync(_encode_ready, tokenizer, splitter, text)
+    ids += await anyio.to_thread.run_sync(_encode_rest, tokenizer, splitter)
+    if ids:
+        yield ids
 
 
 async def flatten(batches: AsyncIterable[list[ItemT]]) -> AsyncIterator[ItemT]:
