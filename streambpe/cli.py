@@ -21,6 +21,7 @@ from .atomic import atomic_write
 from .errors import StreamBPEError
 from .file_encoding import DTYPES, choose_dtype, encode_file, ids_to_bytes, iter_file_ids
 from .formats import FORMATS
+from .inputs import decode_stream
 from .progress import BarProgress, JsonLinesProgress, ProgressReporter, SilentProgress
 from .tokenizer import Tokenizer
 from .trainer import train_bpe
@@ -131,18 +132,13 @@ def _run_train(args: argparse.Namespace) -> int:
     }
     if args.json:
         print(json.dumps(summary))
-    elif not args.quiet:
+    elif not args.quiet and args.progress == "bar":
         print(
             f"trained {len(vocab)} tokens ({len(merges)} merges) in {summary['seconds']} s "
             f"-> {args.out}",
             file=sys.stderr,
         )
     return 0
-
-
-def _text_chunks(stream: TextIO) -> Iterator[str]:
-    while chunk := stream.read(_READ_BLOCK):
-        yield chunk
 
 
 def _run_encode(args: argparse.Namespace) -> int:
@@ -167,7 +163,7 @@ def _run_encode(args: argparse.Namespace) -> int:
         }
         if args.json:
             print(json.dumps(summary))
-        elif not args.quiet:
+        elif not args.quiet and args.progress == "bar":
             print(
                 f"{stats.tokens} tokens from {stats.bytes} bytes in {stats.seconds:.2f} s "
                 f"({stats.tokens_per_second:,.0f} tokens/s) -> {args.output} ({stats.dtype})",
@@ -175,8 +171,7 @@ def _run_encode(args: argparse.Namespace) -> int:
             )
         return 0
     if args.input == "-":
-        sys.stdin.reconfigure(encoding="utf-8", errors=args.errors)  # type: ignore[union-attr]
-        batches = tokenizer.iter_id_batches(_text_chunks(sys.stdin))
+        batches = tokenizer.iter_id_batches(decode_stream(sys.stdin.buffer, "<stdin>", args.errors))
     else:
         batches = iter_file_ids(
             tokenizer,
