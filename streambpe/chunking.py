@@ -4,12 +4,12 @@ Two kinds of place are safe (DESIGN rule 3):
 
 * the start of a special token, unless another special-token occurrence spans
   that position (the leftmost-longest parse would then differ across the cut);
-* inside a document, a space that follows a non-whitespace character, but only
-  for the built-in GPT-2/cl100k/o200k patterns: under them such a space always
-  starts a new piece, and no piece looks further back than its own start.
+* inside a document, and only under the built-in GPT-2/cl100k/o200k patterns,
+  the cuts of :mod:`~streambpe.cuts` (a space after a non-whitespace character,
+  a letter after a newline after a non-whitespace character).
 
-A chunk never ends inside a UTF-8 character: both kinds of cut sit before an
-ASCII byte or before a special token's first byte.
+A chunk never ends inside a UTF-8 character: every cut sits before a space, a
+whole letter, or a special token's first byte.
 
 >>> data = b"one two<|endoftext|>three four"
 >>> find_chunk_boundaries(data, 5, ["<|endoftext|>"], space_cuts=True)
@@ -19,21 +19,8 @@ ASCII byte or before a special token's first byte.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
-import regex
-
-_WHITESPACE = regex.compile(r"\s")
-_SPACE = 0x20
-_MAX_UTF8_LENGTH = 4
-
-
-class ByteBuffer(Protocol):
-    """What chunking needs from ``bytes`` or an ``mmap``."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: slice, /) -> bytes: ...
-    def find(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
+from .cuts import ByteBuffer, next_safe_byte_cut
 
 
 def _spanned_by_special(data: ByteBuffer, position: int, specials: Sequence[bytes]) -> bool:
@@ -48,20 +35,6 @@ def _spanned_by_special(data: ByteBuffer, position: int, specials: Sequence[byte
     return False
 
 
-def _follows_non_whitespace(data: ByteBuffer, position: int) -> bool:
-    """True when the character ending just before ``position`` is not whitespace."""
-    if position == 0:
-        return False
-    start = position - 1
-    # Step back over UTF-8 continuation bytes to the start of the character.
-    while (
-        start > 0 and position - start < _MAX_UTF8_LENGTH and data[start : start + 1][0] >> 6 == 2
-    ):
-        start -= 1
-    character = data[start:position].decode("utf-8", errors="replace")
-    return _WHITESPACE.match(character[-1]) is None
-
-
 def _next_special_start(
     data: ByteBuffer, start: int, end: int, specials: Sequence[bytes]
 ) -> int | None:
@@ -72,18 +45,6 @@ def _next_special_start(
         if found >= 0 and (best is None or found < best):
             best = found
     return best
-
-
-def _next_space_cut(data: ByteBuffer, start: int, end: int) -> int | None:
-    """The first space in ``[start, end)`` that follows a non-whitespace character, or None."""
-    position = start
-    while True:
-        found = data.find(b" ", position, end)
-        if found < 0:
-            return None
-        if _follows_non_whitespace(data, found):
-            return found
-        position = found + 1
 
 
 def next_safe_cut(
@@ -113,9 +74,9 @@ def next_safe_cut(
         if special_start is not None:
             candidates.append(special_start)
         if space_cuts:
-            space = _next_space_cut(data, position, end)
+            space = next_safe_byte_cut(data, position, end)
             while space is not None and _spanned_by_special(data, space, specials):
-                space = _next_space_cut(data, space + 1, end)
+                space = next_safe_byte_cut(data, space + 1, end)
             if space is not None:
                 candidates.append(space)
         if candidates:

@@ -5,8 +5,8 @@ library's ``re`` runs the same pattern about three times faster when every
 class is a plain ASCII range. On ASCII text, ``\\p{L}`` *is* ``[A-Za-z]``,
 ``\\p{N}`` is ``[0-9]`` and ``\\s`` is ``[\\t-\\r ]`` (Unicode White_Space), so
 an ASCII spelling of each built-in pattern finds exactly the same pieces there.
-:class:`Pretokenizer` cuts long text into blocks at safe cuts (a space after a
-non-whitespace character, see :mod:`~streambpe.chunking`) and uses the ASCII
+:class:`Pretokenizer` cuts long text into blocks at safe cuts (see
+:mod:`~streambpe.cuts`) and uses the ASCII
 spelling on every block that is pure ASCII. Tests check the equivalence.
 
 >>> Pretokenizer(GPT2).pieces("Hello, wörld's 42!")
@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from functools import partial
 
+from .cuts import next_safe_cut
 from .patterns import CL100K, GPT2, O200K, compile_pattern
 
 _WS = r"\t-\r "  # ASCII White_Space: \t \n \v \f \r and space, as a class body
@@ -54,23 +55,6 @@ MAX_BLOCK_SIZE = 64 * 1024
 FindAll = Callable[[str], list[str]]
 
 
-def next_space_cut(text: str, start: int) -> int:
-    """The first space at or after ``start`` that follows a non-whitespace character, else ``len(text)``.
-
-    ``str.isspace`` is true for every ``\\s`` character (and a few more), so
-    trusting it can only skip a safe cut, never take an unsafe one.
-
-    >>> next_space_cut("a  b c", 2)
-    4
-    """
-    position = text.find(" ", max(start, 1))
-    while position > 0:
-        if not text[position - 1].isspace():
-            return position
-        position = text.find(" ", position + 1)
-    return len(text)
-
-
 class Pretokenizer:
     """Cuts text into pieces with ``pattern``; the same pieces as ``regex.findall``, faster.
 
@@ -102,7 +86,7 @@ class Pretokenizer:
         length = len(text)
         size = self.block_size
         while start < length:
-            end = next_space_cut(text, start + size)
+            end = next_safe_cut(text, start + size)
             block = text[start:end]
             if block.isascii():
                 pieces += ascii_findall(block)

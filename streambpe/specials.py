@@ -19,6 +19,9 @@ from typing import NamedTuple
 
 import ahocorasick
 
+#: Characters scanned per call into pyahocorasick.
+_SCAN_WINDOW = 1 << 16
+
 
 class SpecialMatch(NamedTuple):
     """One special token found in a text: ``text[start:end] == token``."""
@@ -109,11 +112,18 @@ class SpecialTokenScanner:
         if automaton is None:
             return []
         stop = len(text) if end is None else end
-        # iter() reports every occurrence with its inclusive end index.
-        found = sorted(
-            (last + 1 - len(token), -len(token), token)
-            for last, token in automaton.iter(text, start, stop)
-        )
+        # iter() reports every occurrence with its inclusive end index. It runs
+        # over bounded windows so no single call holds the GIL for long; each
+        # window reaches far enough to see whole the matches that start in it.
+        reach = self.max_length - 1
+        found = []
+        for window_start in range(start, stop, _SCAN_WINDOW):
+            window_end = min(stop, window_start + _SCAN_WINDOW + reach)
+            for last, token in automaton.iter(text, window_start, window_end):
+                begin = last + 1 - len(token)
+                if begin < window_start + _SCAN_WINDOW:
+                    found.append((begin, -len(token), token))
+        found.sort()
         selected: list[SpecialMatch] = []
         cursor = start
         for begin, negative_length, token in found:

@@ -4,7 +4,7 @@ Feeding a text whole or in arbitrary slices must give the same ids (DESIGN
 rule 4). :class:`StreamSplitter` buffers the incoming chunks and releases the
 longest prefix that ends at a safe cut, carrying the unfinished tail into the
 next chunk. A cut is safe at the start of a special token, or, under the
-built-in patterns, at a space that follows a non-whitespace character; never
+built-in patterns, at a cut of :mod:`~streambpe.cuts`; never
 inside a special token, and never so close to the end of the buffer that a
 special token could still be completing there.
 
@@ -17,11 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import regex
-
+from .cuts import last_safe_cut
 from .specials import SpecialTokenScanner
-
-_WHITESPACE = regex.compile(r"\s")
 
 #: Buffer at least this many characters before looking for a cut, so that
 #: line-by-line input is encoded in blocks rather than line by line.
@@ -29,7 +26,12 @@ DEFAULT_MIN_RELEASE = 64 * 1024
 
 
 class StreamSplitter:
-    """Buffers text chunks; :meth:`feed` returns text that is safe to encode now."""
+    """Buffers text chunks; :meth:`feed` returns text that is safe to encode now.
+
+    Each buffered character is searched for a cut once: a stretch with no safe
+    cut (text without spaces, say) is not rescanned on every feed, so the work
+    stays linear in the input.
+    """
 
     def __init__(
         self,
@@ -43,6 +45,9 @@ class StreamSplitter:
         self._min_release = min_release
         self._parts: list[str] = []
         self._buffered = 0
+        # Buffer positions below this were searched and are not cuts, for good:
+        # whether a position is a cut depends only on the text near it.
+        self._searched = 0
 
     def feed(self, chunk: str) -> str:
         """Add ``chunk``; return the longest safely encodable prefix of the buffer (maybe ``""``)."""
@@ -52,13 +57,19 @@ class StreamSplitter:
         self._buffered += len(chunk)
         if self._buffered < self._min_release:
             return ""
-        buffer = "".join(self._parts)
-        cut = self._last_safe_cut(buffer)
-        if cut <= 0:
-            self._parts = [buffer]
+        # Search only the unsearched tail, with enough text before it to judge a cut.
+        window_start = max(0, self._searched - max(self._scanner.max_length, 1))
+        window = self._tail(self._buffered - window_start)
+        limit = len(window) - max(self._scanner.max_length - 1, 0)
+        cut, resume = self._last_safe_cut(window, self._searched - window_start, limit)
+        if cut is None:
+            self._searched = max(self._searched, window_start + resume)
             return ""
+        buffer = "".join(self._parts)
+        cut += window_start
         self._parts = [buffer[cut:]]
         self._buffered = len(buffer) - cut
+        self._searched = 0
         return buffer[:cut]
 
     def finish(self) -> str:
@@ -66,7 +77,21 @@ class StreamSplitter:
         rest = "".join(self._parts)
         self._parts = []
         self._buffered = 0
+        self._searched = 0
         return rest
+
+    def _tail(self, size: int) -> str:
+        # The last ``size`` characters, joining only the parts that hold them.
+        taken: list[str] = []
+        length = 0
+        for part in reversed(self._parts):
+            if length >= size:
+                break
+            taken.append(part)
+            length += len(part)
+        taken.reverse()
+        joined = "".join(taken)
+        return joined[len(joined) - size :]
 
     def _spanned(self, text: str, position: int) -> bool:
         # A special-token occurrence that starts before ``position`` and ends after it.
@@ -76,24 +101,29 @@ class StreamSplitter:
                 return True
         return False
 
-    def _last_safe_cut(self, buffer: str) -> int:
-        # A special token starting at or before ``limit`` lies wholly inside the
-        # buffer, so no text still to come can change how it matches.
-        limit = len(buffer) - max(self._scanner.max_length - 1, 0)
-        best = 0
+    def _last_safe_cut(self, window: str, first: int, limit: int) -> tuple[int | None, int]:
+        """The last cut in ``window[first : limit + 1]`` (never position 0), or None; and
+        where the next search may resume if there is none.
+
+        A special token starting at or before ``limit`` lies wholly inside the
+        window, so no text still to come can change how it matches. The scan for
+        specials starts at ``first``, where no earlier match reaches: it then
+        follows the same leftmost-longest parse as a scan of the whole buffer.
+        """
+        best: int | None = None
+        resume = limit + 1
+        lowest = max(first, 1)
         if self._space_cuts:
-            position = buffer.rfind(" ", 0, limit + 1)
-            while position > 0:
-                if _WHITESPACE.match(buffer, position - 1) is None and not self._spanned(
-                    buffer, position
-                ):
-                    best = position
-                    break
-                position = buffer.rfind(" ", 0, position)
+            best = last_safe_cut(window, lowest, limit)
+            while best is not None and self._spanned(window, best):
+                best = last_safe_cut(window, lowest, best - 1)
         if self._scanner:
-            # Cut before the last match that starts at or before ``limit``.
-            for match in reversed(self._scanner.matches(buffer)):
-                if match.start <= limit:
-                    best = max(best, match.start)
-                    break
-        return best
+            for match in reversed(self._scanner.matches(window, first)):
+                if match.start > limit:
+                    continue
+                if match.start >= lowest:
+                    best = match.start if best is None else max(best, match.start)
+                else:  # a special at the very start: the next search resumes after it
+                    resume = max(resume, match.end)
+                break
+        return best, resume

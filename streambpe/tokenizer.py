@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from .file_encoding import EncodeStats
 
 DEFAULT_CACHE_SIZE = 1 << 18
+#: Pieces looked up per C-level call (a few milliseconds).
+_LOOKUP_BATCH = 1 << 15
 #: ``"all"`` or a collection of special-token strings.
 SpecialSet = Literal["all"] | Collection[str]
 
@@ -294,7 +296,13 @@ class Tokenizer:
         pieces = self._findall(text)
         cache = self._cache
         cache.lookups += len(pieces)
-        out.extend(chain.from_iterable(map(cache.__getitem__, pieces)))
+        lookup = cache.__getitem__
+        if len(pieces) <= _LOOKUP_BATCH:
+            out.extend(chain.from_iterable(map(lookup, pieces)))
+            return
+        # One C-level extend holds the GIL throughout: keep each one short.
+        for start in range(0, len(pieces), _LOOKUP_BATCH):
+            out.extend(chain.from_iterable(map(lookup, pieces[start : start + _LOOKUP_BATCH])))
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special tokens as plain text.

@@ -14,8 +14,9 @@ import sys
 import threading
 from array import array
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
+from types import FrameType
 
 import anyio
 import psutil
@@ -44,7 +45,7 @@ def tiktoken_file(name: str) -> Path:
     pytest.skip(f"{name} is in neither fixtures/tiktoken/ nor ../shared/fixtures/tiktoken/")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ranks(name: str) -> dict[bytes, int]:
     return tiktoken.load.load_tiktoken_bpe(str(tiktoken_file(name)))
 
@@ -72,7 +73,7 @@ def train_small_tokenizer(
 ) -> Tokenizer:
     """Train a small tokenizer on generated text written into ``folder``."""
     corpus = folder / f"train-corpus-{seed}.txt"
-    corpus.write_text(make_text(60_000, seed=seed), encoding="utf-8")
+    corpus.write_bytes(make_text(60_000, seed=seed).encode("utf-8"))
     vocab, merges = streambpe.train_bpe(corpus, vocab_size, [EOT], pattern=pattern, workers=1)
     return Tokenizer(vocab, merges, [EOT], pattern=pattern)
 
@@ -80,17 +81,31 @@ def train_small_tokenizer(
 # --------------------------------------------------------------------------- text
 
 #: Words from several scripts, with combining marks, emoji sequences, digits, contractions.
-WORDS = (
-    "the of and to in is was that for on with as by at from his her they we you it "
-    "river mountain language token stream encode decode window garden winter summer "
-    "don't it's we'll they're I'd 42 3.14 1,000,000 2024-05-17 x86_64 foo.bar() "
-    "Straße über schön naïve café déjà façade Ελληνικά γλώσσα русский язык текст "
-    "日本語の文章 中文文本 한국어 नमस्ते مرحبا שלום e\u0301te\u0301 n\u0303o "
-    "👍🏽 👨\u200d👩\u200d👧 🇫🇷 ✨"
-).split()
+WORDS = [
+    "the", "of", "and", "to", "in", "is", "was", "that", "for", "on", "with", "as", "by", "at",
+    "from", "his", "her", "they", "we", "you", "it", "river", "mountain", "language", "token",
+    "stream", "encode", "decode", "window", "garden", "winter", "summer",
+    "don't", "it's", "we'll", "they're", "I'd", "42", "3.14", "1,000,000", "2024-05-17", "x86_64",
+    "foo.bar()", "Straße", "über", "schön", "naïve", "café", "déjà", "façade", "Ελληνικά", "γλώσσα",
+    "русский", "язык", "текст", "日本語の文章", "中文文本", "한국어", "नमस्ते", "مرحبا", "שלום",
+    "e\u0301te\u0301", "n\u0303o", "👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", "✨",
+]  # fmt: skip
 
 #: Sentence endings: punctuation, blank lines and whitespace runs (the classic traps).
-ENDINGS = (".", ".", ".", "!", "?", ".\n", ".\n\n", "?\n\n  ", ".\n   \t\n ", ":  ", ";\t", "...\r\n")
+ENDINGS = (
+    ".",
+    ".",
+    ".",
+    "!",
+    "?",
+    ".\n",
+    ".\n\n",
+    "?\n\n  ",
+    ".\n   \t\n ",
+    ":  ",
+    ";\t",
+    "...\r\n",
+)
 
 
 def make_sentences(rng: random.Random, count: int) -> list[str]:
@@ -110,14 +125,41 @@ def make_text(n_chars: int, *, seed: int = 0, eot_every: int | None = 17) -> str
     of distinct pieces stops growing, like real text); every ``eot_every``-th
     sentence ends a document with ``<|endoftext|>``, or never if None.
     """
+    block = _text_block(seed, eot_every)
+    repeats = n_chars // len(block) + 1
+    return (block * repeats)[:n_chars]
+
+
+@lru_cache(maxsize=64)
+def _text_block(seed: int, eot_every: int | None) -> str:
     rng = random.Random(seed)
     parts = []
     for index, sentence in enumerate(make_sentences(rng, 3000)):
         parts.append(sentence)
         parts.append(EOT if eot_every and index % eot_every == eot_every - 1 else " ")
-    block = "".join(parts)
-    repeats = n_chars // len(block) + 1
-    return (block * repeats)[:n_chars]
+    return "".join(parts)
+
+
+def make_whitespace_text(n_chars: int, *, seed: int = 0) -> str:
+    """Short words between whitespace runs of every kind (spaces, newlines, tabs, NBSP, ideographic)."""
+    rng = random.Random(seed)
+    words = ["word", "x", "Hello", "é", "日本", "42", "it's", "!", EOT]
+    runs = [" ", "  ", "\n", "\n\n", " \n ", "\t\t", "\r\n", "\u3000", "\u00a0 ", " \u00a0"]
+    parts: list[str] = []
+    size = 0
+    while size < n_chars:
+        word = rng.choice(words)
+        run = rng.choice(
+            [
+                *runs,
+                " " * rng.randint(2, 40),
+                "\n" * rng.randint(2, 12),
+                " \t\n" * rng.randint(1, 8),
+            ]
+        )
+        parts += [word, run]
+        size += len(word) + len(run)
+    return "".join(parts)[:n_chars]
 
 
 def make_no_space_text(n_chars: int) -> str:
@@ -185,16 +227,12 @@ async def counting_async_source(
 
 def child_pids() -> set[int]:
     """Pids of every live descendant of this process."""
-    return {
-        child.pid
-        for child in psutil.Process().children(recursive=True)
-        if _alive(child)
-    }
+    return {child.pid for child in psutil.Process().children(recursive=True) if _alive(child)}
 
 
 def _alive(process: psutil.Process) -> bool:
     try:
-        return process.status() != psutil.STATUS_ZOMBIE
+        return bool(process.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -215,7 +253,7 @@ def busy_package_threads() -> list[str]:
     for thread in threading.enumerate():
         if thread is threading.current_thread() or thread.ident not in frames:
             continue
-        frame = frames[thread.ident]
+        frame: FrameType | None = frames[thread.ident]
         while frame is not None:
             if Path(frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIR):
                 busy.append(thread.name)

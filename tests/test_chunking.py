@@ -53,14 +53,23 @@ adversarial_texts = st.lists(
 
 
 def _is_safe_cut(text_bytes: bytes, position: int, specials: Sequence[str]) -> bool:
-    """The two kinds of cut DESIGN allows: a special token's start, or a space after non-space.
+    """The cuts DESIGN allows: a special token's start, a space after non-space, or a
+    letter after a newline that follows non-space.
 
     "Space" means the patterns' ``\\s``, which (unlike ``str.isspace``) excludes U+001C-U+001F.
     """
     if any(text_bytes.startswith(token.encode(), position) for token in specials):
         return True
     before = text_bytes[:position].decode("utf-8")
-    return text_bytes[position : position + 1] == b" " and WHITESPACE.fullmatch(before[-1]) is None
+    after = text_bytes[position:].decode("utf-8")
+    if after[:1] == " ":
+        return WHITESPACE.fullmatch(before[-1]) is None
+    return (
+        before[-1:] == "\n"
+        and len(before) >= 2
+        and WHITESPACE.fullmatch(before[-2]) is None
+        and regex.fullmatch(r"\p{L}", after[:1]) is not None
+    )
 
 
 @settings(max_examples=150, deadline=None)

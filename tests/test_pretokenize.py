@@ -9,8 +9,9 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streambpe.cuts import next_safe_cut
 from streambpe.patterns import CL100K, GPT2, O200K
-from streambpe.pretokenize import Pretokenizer, next_space_cut
+from streambpe.pretokenize import Pretokenizer
 
 BUILTIN_PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
 
@@ -108,8 +109,20 @@ def test_custom_pattern_is_plain_findall() -> None:
 
 @pytest.mark.parametrize(
     ("text", "start", "expected"),
-    [("a  b c", 2, 4), ("a b", 0, 1), ("ab", 0, 2), ("\x1c b", 0, 3), ("   ", 0, 3)],
+    [
+        ("a  b c", 2, 4),
+        ("a b", 0, 1),
+        ("ab", 0, 2),
+        ("\x1c b", 0, 3),
+        ("   ", 0, 3),
+        ("。\n吾", 0, 2),
+        ("a\nb", 0, 2),
+        ("a\n\nb", 0, 4),
+        ("a\r\nb", 0, 4),
+        ("a\n1", 0, 3),
+        ("a\n b", 0, 4),
+    ],
 )
-def test_next_space_cut(text: str, start: int, expected: int) -> None:
-    """Guards the block cut: a space after a non-whitespace character, else the end."""
-    assert next_space_cut(text, start) == expected
+def test_next_safe_cut(text: str, start: int, expected: int) -> None:
+    """Guards the block cut: a space after non-whitespace, or a letter after "X\\n", else the end."""
+    assert next_safe_cut(text, start) == expected

@@ -1,0 +1,447 @@
+"""Async encoding (``streambpe.aio``) under asyncio and trio.
+
+Guards: ``aencode_iterable`` gives ``encode(whole_text)`` however the text is
+chunked and whatever the source kind (DESIGN rule 4); it streams and applies
+backpressure; it keeps the event loop responsive; cancellation and source
+errors propagate cleanly; ``aencode_file`` matches ``encode_file`` and leaves
+nothing behind when cancelled (rule 8).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from streaming_helpers import (
+    EOT,
+    PullCounter,
+    busy_package_threads,
+    child_pids,
+    counting_async_source,
+    counting_sync_source,
+    cut_inside_specials,
+    listing,
+    make_no_space_text,
+    make_text,
+    new_children,
+    r50k_tokenizer,
+    ragged_chunks,
+    train_small_tokenizer,
+    unexpected_threads,
+)
+
+import streambpe
+import streambpe.aio
+from streambpe.streaming import DEFAULT_MIN_RELEASE, StreamSplitter
+from streambpe.tokenizer import Tokenizer
+
+BACKENDS = ["asyncio", "trio"]
+SOURCE_KINDS = ["async", "async-no-checkpoint", "sync-list", "sync-generator"]
+
+
+@pytest.fixture(params=BACKENDS)
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Run every ``@pytest.mark.anyio`` test under both asyncio and trio."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def gpt2_tok() -> Tokenizer:
+    """r50k_base (GPT-2) with ``<|endoftext|>``: realistic merges and pattern."""
+    return r50k_tokenizer()
+
+
+def make_source(kind: str, chunks: list[str], counter: PullCounter | None = None) -> Any:
+    """A source of ``chunks`` of the given kind (async or sync, checkpointing or not)."""
+    counter = counter or PullCounter()
+    if kind == "async":
+        return counting_async_source(chunks, counter)
+    if kind == "async-no-checkpoint":
+        return counting_async_source(chunks, counter, checkpoint=False)
+    if kind == "sync-list":
+        return list(chunks)
+    return counting_sync_source(chunks, counter)
+
+
+async def encode_both_ways(
+    tok: Tokenizer, kind: str, chunks: list[str]
+) -> tuple[list[int], list[int]]:
+    """Ids from ``aencode_iterable`` batches joined, and from ``flatten``."""
+    batches = [batch async for batch in tok.aencode_iterable(make_source(kind, chunks))]
+    assert all(isinstance(batch, list) for batch in batches)
+    joined = [token for batch in batches for token in batch]
+    flat = [
+        token
+        async for token in streambpe.aio.flatten(tok.aencode_iterable(make_source(kind, chunks)))
+    ]
+    return joined, flat
+
+
+def open_stream(tok: Tokenizer, source: Any) -> AsyncGenerator[list[int], None]:
+    """``tok.aencode_iterable(source)``, typed as the async generator it is (for ``aclosing``)."""
+    return cast(AsyncGenerator[list[int], None], tok.aencode_iterable(source))
+
+
+def splitter_defaults() -> dict[str, Any]:
+    """``StreamSplitter``'s keyword defaults, to shrink ``min_release`` under a monkeypatch."""
+    defaults = StreamSplitter.__init__.__kwdefaults__
+    assert defaults is not None and "min_release" in defaults
+    return defaults
+
+
+def run(backend: str, function: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """``anyio.run`` on ``backend``."""
+    return anyio.run(function, *args, backend=backend)
+
+
+# --------------------------------------------------------------------------- equivalence
+
+#: Fragments that meet at awkward places: whitespace runs, partial special tokens,
+#: combining marks, emoji sequences, contractions, digits.
+ATOMS = [
+    "a", "Hello", "world", " ", "  ", "   ", "\n", "\n\n", "\t", "\r\n", " \n ", "\u00a0",
+    "'s", "'ll", "42", "7", ".", "!", "?!", EOT, "<|endoftext", "|>", "<|", "<", "endoftext",
+    "é", "e\u0301", "\u0301", "\u0303", "👍", "🏽", "👍🏽", "👨\u200d👩\u200d👧", "\u200d", "🇫🇷",
+    "日本", "語", "нет", "ß", " x", "x ",
+]  # fmt: skip
+
+texts = st.one_of(
+    st.lists(st.sampled_from(ATOMS), max_size=60).map("".join),
+    st.text(max_size=80),
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), text=texts, kind=st.sampled_from(SOURCE_KINDS))
+def test_any_chunking_of_small_texts_gives_encode(
+    gpt2_tok: Tokenizer, backend: str, data: st.DataObject, text: str, kind: str
+) -> None:
+    """Random texts cut anywhere (inside specials, marks, whitespace runs) encode like the whole.
+
+    The splitter's release threshold and the slice size are shrunk so that
+    every cut path runs on texts this small.
+    """
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=12), label="cuts"))
+    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    min_release = data.draw(st.sampled_from([1, 2, 5, 16]), label="min_release")
+    slice_chars = data.draw(st.sampled_from([1, 3, 8, 65536]), label="slice_chars")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(splitter_defaults(), "min_release", min_release)
+        patch.setattr(streambpe.aio, "SLICE_CHARS", slice_chars)
+        joined, flat = run(backend, encode_both_ways, gpt2_tok, kind, chunks)
+    expected = gpt2_tok.encode(text)
+    assert joined == expected
+    assert flat == expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", SOURCE_KINDS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_ragged_chunking_of_large_text_gives_encode(
+    gpt2_tok: Tokenizer, backend: str, kind: str, seed: int
+) -> None:
+    """300k characters of multilingual text in ragged chunks (empty ones too), real defaults."""
+    text = make_text(300_000, seed=seed)
+    chunks = ragged_chunks(text, random.Random(seed), max_len=20_000)
+    joined, flat = run(backend, encode_both_ways, gpt2_tok, kind, chunks)
+    expected = gpt2_tok.encode(text)
+    assert joined == expected
+    assert flat == expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_chunks_that_split_every_special_token(gpt2_tok: Tokenizer, backend: str) -> None:
+    """Every ``<|endoftext|>`` arrives in two chunks; each must still become one special id."""
+    text = make_text(400_000, seed=3, eot_every=3)
+    chunks = cut_inside_specials(text)
+    assert len(chunks) > 1000
+    joined, flat = run(backend, encode_both_ways, gpt2_tok, "async", chunks)
+    expected = gpt2_tok.encode(text)
+    assert joined == flat == expected
+    assert expected.count(50256) == text.count(EOT)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_character_by_character(gpt2_tok: Tokenizer, backend: str) -> None:
+    """One character per chunk, the classic ``"a\\n\\n b"`` trap included, with tiny releases."""
+    text = "a\n\n b\n" + make_text(4000, seed=4) + "  \n\t \n" + EOT + "x  "
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(splitter_defaults(), "min_release", 3)
+        joined, flat = run(backend, encode_both_ways, gpt2_tok, "async", list(text))
+    assert joined == flat == gpt2_tok.encode(text)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("pattern", ["cl100k", r"\w+|\s+|[^\w\s]+"])
+def test_other_patterns(tmp_path: Path, backend: str, pattern: str) -> None:
+    """A trained tokenizer with cl100k's pattern, and one with a custom regex (no space cuts)."""
+    tok = train_small_tokenizer(tmp_path, pattern=pattern)
+    text = make_text(200_000, seed=5)
+    chunks = ragged_chunks(text, random.Random(5), max_len=30_000)
+    joined, flat = run(backend, encode_both_ways, tok, "async", chunks)
+    assert joined == flat == tok.encode(text)
+
+
+@pytest.mark.anyio
+async def test_bytes_chunks_are_rejected(gpt2_tok: Tokenizer) -> None:
+    """A bytes chunk is a caller mistake: a TypeError naming the type, not silent garbage."""
+    with pytest.raises(TypeError, match="str"):
+        _ = [batch async for batch in gpt2_tok.aencode_iterable([b"abc"])]  # type: ignore[list-item]
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+CHUNK = "The quick brown fox jumps over the lazy dog, again and again. " * 16  # ~1000 chars
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["async", "sync-generator"])
+async def test_first_batch_arrives_before_source_is_exhausted(
+    gpt2_tok: Tokenizer, kind: str
+) -> None:
+    """Ids come out while the source still has most of its chunks: it streams."""
+    counter = PullCounter()
+    chunks = [CHUNK] * 3000
+    async with aclosing(open_stream(gpt2_tok, make_source(kind, chunks, counter))) as stream:
+        first = await anext(stream)
+        assert first
+        assert not counter.exhausted
+        assert counter.pulled < len(chunks) // 4
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["async", "sync-generator"])
+async def test_backpressure(gpt2_tok: Tokenizer, kind: str) -> None:
+    """A consumer that takes one batch and stops leaves the source undrained; nothing reads ahead.
+
+    Bound: the first release needs about ``DEFAULT_MIN_RELEASE`` characters; a
+    sync source is read in groups of ``SYNC_GROUP`` chunks per thread hop.
+    """
+    counter = PullCounter()
+    chunks = [CHUNK] * 5000
+    bound = 2 * (DEFAULT_MIN_RELEASE // len(CHUNK) + 1)
+    if kind == "sync-generator":
+        bound += 2 * streambpe.aio.SYNC_GROUP
+    async with aclosing(open_stream(gpt2_tok, make_source(kind, chunks, counter))) as stream:
+        async for _batch in stream:
+            pulled = counter.pulled
+            await anyio.sleep(0.05)  # a slow consumer: no read-ahead meanwhile
+            assert counter.pulled == pulled
+            break
+    await anyio.sleep(0.05)
+    assert not counter.exhausted
+    assert counter.pulled <= bound
+
+
+# --------------------------------------------------------------------------- responsiveness
+
+#: Largest tolerated pause of the event loop (a 5 ms ticker should see ~5-30 ms).
+MAX_LOOP_GAP = 0.100
+
+#: Texts for the responsiveness test: (builder, characters). The no-space text (a
+#: Japanese novel, say) has no safe cut at all, so everything stays buffered until the
+#: end: any per-chunk work proportional to the buffer shows up as a growing stall.
+LARGE_TEXTS: dict[str, tuple[Callable[[int], str], int]] = {
+    "ascii": (lambda n: ("The quick brown fox jumps over the lazy dog. 12345!\n" * (n // 52 + 1))[:n], 6_000_000),
+    "mixed": (lambda n: make_text(n, seed=6), 4_000_000),
+    "no-space-script": (make_no_space_text, 8_000_000),
+}  # fmt: skip
+
+
+async def largest_loop_gap(work: Callable[[], Awaitable[object]]) -> float:
+    """Run ``work`` while a ticker sleeps 5 ms in a loop; return the ticker's longest wait."""
+    gaps: list[float] = [0.0]
+    stop = anyio.Event()
+
+    async def ticker(
+        *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        last = time.perf_counter()
+        task_status.started()
+        while not stop.is_set():
+            await anyio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    async with anyio.create_task_group() as group:
+        await group.start(ticker)
+        try:
+            await work()
+        finally:
+            stop.set()
+    return max(gaps)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("text_kind", list(LARGE_TEXTS))
+async def test_event_loop_stays_responsive(gpt2_tok: Tokenizer, text_kind: str) -> None:
+    """Encoding megabytes through ``aencode_iterable`` never stalls the loop for 100 ms.
+
+    The test can fail: calling ``tok.encode(text)`` directly in the loop stalls
+    it for the whole encode (asserted below, so a too-small text or a too-loose
+    bound would show up), and so would encoding everything in one thread call,
+    or doing the splitting work on the loop in unbounded steps.
+    """
+    build, size = LARGE_TEXTS[text_kind]
+    text = build(size)
+    chunks = [text[i : i + 8192] for i in range(0, len(text), 8192)]
+    ids: list[int] = []
+
+    async def stream() -> None:
+        async for batch in gpt2_tok.aencode_iterable(counting_async_source(chunks, PullCounter())):
+            ids.extend(batch)
+
+    async def blocking() -> None:
+        gpt2_tok.encode(text)
+
+    gap = await largest_loop_gap(stream)
+    assert ids == gpt2_tok.encode(text)
+    blocked = await largest_loop_gap(blocking)
+    assert blocked > MAX_LOOP_GAP, "the text is too small to tell a blocking encode apart"
+    assert gap < MAX_LOOP_GAP, (
+        f"the event loop stalled for {gap * 1000:.0f} ms while streaming {len(text):,} characters "
+        f"({text_kind}); a blocking encode stalls it {blocked * 1000:.0f} ms"
+    )
+
+
+# --------------------------------------------------------------------------- cancellation, errors
+
+
+class SourceBroke(Exception):
+    """Raised by a test source mid-stream."""
+
+
+async def failing_async_source(good_chunks: int) -> AsyncIterator[str]:
+    """Yields ``good_chunks`` chunks, then raises :class:`SourceBroke`."""
+    for _ in range(good_chunks):
+        await anyio.sleep(0)
+        yield CHUNK
+    raise SourceBroke("the network went away")
+
+
+def failing_sync_source(good_chunks: int) -> Iterable[str]:
+    """A sync generator that yields ``good_chunks`` chunks, then raises :class:`SourceBroke`."""
+    for _ in range(good_chunks):
+        yield CHUNK
+    raise SourceBroke("the disk went away")
+
+
+def assert_nothing_left(threads_before: set[threading.Thread], children_before: set[int]) -> None:
+    """No thread still runs streambpe code, no unknown thread, no child process."""
+    assert busy_package_threads() == []
+    assert unexpected_threads(threads_before) == []
+    assert new_children(children_before) == set()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_source_exception_reaches_consumer(gpt2_tok: Tokenizer, kind: str) -> None:
+    """The source's own exception type arrives at the consumer (not wrapped), after some batches."""
+    threads, children = set(threading.enumerate()), child_pids()
+    source = failing_async_source(400) if kind == "async" else failing_sync_source(400)
+    batches: list[list[int]] = []
+    with pytest.raises(SourceBroke, match="went away"):
+        async with aclosing(open_stream(gpt2_tok, source)) as stream:
+            async for batch in stream:
+                batches.append(batch)
+    assert batches, "the failure should come mid-stream, after ids were already produced"
+    assert_nothing_left(threads, children)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["async", "sync-generator"])
+async def test_cancel_scope_mid_stream(gpt2_tok: Tokenizer, kind: str) -> None:
+    """Cancelling the consuming scope stops at once: no further batch, source not drained."""
+    threads, children = set(threading.enumerate()), child_pids()
+    counter = PullCounter()
+    batches: list[list[int]] = []
+    with anyio.CancelScope() as scope:
+        source = make_source(kind, [CHUNK] * 5000, counter)
+        async with aclosing(open_stream(gpt2_tok, source)) as stream:
+            async for batch in stream:
+                batches.append(batch)
+                if len(batches) == 2:
+                    scope.cancel()
+    assert scope.cancelled_caught
+    assert len(batches) == 2
+    assert not counter.exhausted
+    assert_nothing_left(threads, children)
+
+
+@pytest.mark.anyio
+async def test_timeout_while_source_hangs(gpt2_tok: Tokenizer) -> None:
+    """A source that stops delivering can be timed out; the timeout is honoured promptly."""
+    threads, children = set(threading.enumerate()), child_pids()
+
+    async def hanging() -> AsyncIterator[str]:
+        for _ in range(100):
+            yield CHUNK
+        await anyio.sleep_forever()
+        yield "never"
+
+    started = time.perf_counter()
+    with anyio.move_on_after(0.3) as scope:
+        _ = [batch async for batch in gpt2_tok.aencode_iterable(hanging())]
+    assert scope.cancelled_caught
+    assert time.perf_counter() - started < 5
+    assert_nothing_left(threads, children)
+
+
+# --------------------------------------------------------------------------- aencode_file
+
+
+@pytest.mark.anyio
+async def test_aencode_file_matches_encode_file(gpt2_tok: Tokenizer, tmp_path: Path) -> None:
+    """``aencode_file`` writes the very bytes ``encode_file`` writes, with the same stats."""
+    source = tmp_path / "in.txt"
+    source.write_bytes(make_text(300_000, seed=8).encode("utf-8"))
+    sync_stats = streambpe.encode_file(
+        gpt2_tok, source, tmp_path / "sync.bin", workers=2, chunk_size=50_000
+    )
+    async_stats = await gpt2_tok.aencode_file(
+        source, tmp_path / "async.bin", workers=2, chunk_size=50_000
+    )
+    assert (tmp_path / "async.bin").read_bytes() == (tmp_path / "sync.bin").read_bytes()
+    assert (async_stats.tokens, async_stats.bytes, async_stats.dtype) == (
+        sync_stats.tokens,
+        sync_stats.bytes,
+        sync_stats.dtype,
+    )
+
+
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 24 MB text file: several seconds of work for two workers."""
+    path = tmp_path_factory.mktemp("aio-big") / "big.txt"
+    path.write_bytes(make_text(20_000_000, seed=9).encode("utf-8"))
+    return path
+
+
+@pytest.mark.anyio
+async def test_cancelled_aencode_file_leaves_nothing(
+    gpt2_tok: Tokenizer, big_input: Path, tmp_path: Path
+) -> None:
+    """Cancelled mid-way with two workers: returns promptly, no output, no temp file, no child."""
+    children = child_pids()
+    output = tmp_path / "out.bin"
+    started = time.perf_counter()
+    with anyio.move_on_after(0.5) as scope:
+        await gpt2_tok.aencode_file(big_input, output, workers=2, chunk_size=256 * 1024)
+    assert scope.cancelled_caught
+    assert time.perf_counter() - started < 5
+    assert listing(tmp_path) == set()
+    assert new_children(children) == set()
+    assert busy_package_threads() == []

@@ -1,0 +1,120 @@
+"""``Tokenizer.encode_batch``: many texts, in-process when small, over processes when large.
+
+Guards: the result equals ``[encode(t) for t in texts]`` on both paths, in
+order, with the keywords passed through to every text (in the workers too),
+and errors raised in a worker reach the caller with no process left behind.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import pytest
+from streaming_helpers import (
+    EOT,
+    child_pids,
+    make_text,
+    make_whitespace_text,
+    new_children,
+    r50k_tokenizer,
+)
+
+import streambpe.batch
+from streambpe.pool import process_pool
+from streambpe.tokenizer import Tokenizer
+
+
+@pytest.fixture(scope="module")
+def gpt2_tok() -> Tokenizer:
+    """r50k_base (GPT-2) with ``<|endoftext|>``."""
+    return r50k_tokenizer()
+
+
+def varied_texts(count: int, seed: int) -> list[str]:
+    """Texts of very different lengths (empty ones too), several scripts, specials, whitespace."""
+    rng = random.Random(seed)
+    sources = [make_text(100_000, seed=seed), make_whitespace_text(100_000, seed=seed)]
+    texts = []
+    for index in range(count):
+        size = rng.choice([0, 1, 5, 40, 300, 2000, rng.randint(1, 20_000)])
+        start = rng.randrange(100_000 - size)
+        texts.append(sources[index % 2][start : start + size])
+    return texts
+
+
+class PoolSpy:
+    """Wraps ``streambpe.batch.process_pool`` to record how many pools were started, with how many workers."""
+
+    def __init__(self, original: Callable[..., AbstractContextManager[Any]]) -> None:
+        self.original = original
+        self.workers: list[int] = []
+
+    @contextmanager
+    def __call__(self, workers: int, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        self.workers.append(workers)
+        with self.original(workers, *args, **kwargs) as pool:
+            yield pool
+
+
+@pytest.fixture
+def parallel(monkeypatch: pytest.MonkeyPatch) -> PoolSpy:
+    """Make small batches take the parallel path (tiny thresholds) and spy on the pool."""
+    monkeypatch.setattr(streambpe.batch, "PARALLEL_THRESHOLD_CHARS", 10_000)
+    monkeypatch.setattr(streambpe.batch, "TASK_CHARS", 7_000)
+    spy = PoolSpy(process_pool)
+    monkeypatch.setattr(streambpe.batch, "process_pool", spy)
+    return spy
+
+
+def test_small_batch_is_encoded_in_process(
+    gpt2_tok: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below the threshold no pool starts, and each text is encoded as ``encode`` would."""
+    spy = PoolSpy(process_pool)
+    monkeypatch.setattr(streambpe.batch, "process_pool", spy)
+    texts = ["Hello world", "", "a\n\n b", f"x{EOT}y", "日本語 👍🏽", "   "]
+    assert gpt2_tok.encode_batch(texts, workers=2) == [gpt2_tok.encode(t) for t in texts]
+    assert spy.workers == []
+
+
+def test_empty_batch(gpt2_tok: Tokenizer, parallel: PoolSpy) -> None:
+    """No texts, no ids, no pool."""
+    assert gpt2_tok.encode_batch([], workers=2) == []
+    assert parallel.workers == []
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_large_batch_in_parallel_keeps_order(
+    gpt2_tok: Tokenizer, parallel: PoolSpy, workers: int
+) -> None:
+    """Over the threshold the batch goes to processes; results still line up with the texts."""
+    texts = varied_texts(120, seed=workers)
+    children = child_pids()
+    result = gpt2_tok.encode_batch(texts, workers=workers)
+    assert len(parallel.workers) == 1 and parallel.workers[0] >= 2
+    assert result == [gpt2_tok.encode(t) for t in texts]
+    assert new_children(children) == set()
+
+
+def test_keywords_reach_the_workers(gpt2_tok: Tokenizer, parallel: PoolSpy) -> None:
+    """``allowed_special=set()`` makes ``<|endoftext|>`` plain text in every worker, as in ``encode``."""
+    texts = [f"doc {i} {EOT} " + make_text(500 + 7 * i, seed=i % 3) for i in range(60)]
+    plain = gpt2_tok.encode_batch(texts, allowed_special=set(), workers=2)
+    assert parallel.workers, "the batch should have taken the parallel path"
+    assert plain == [gpt2_tok.encode(t, allowed_special=set()) for t in texts]
+    assert all(50256 not in ids for ids in plain)
+    special = gpt2_tok.encode_batch(texts, workers=2)
+    assert all(50256 in ids for ids in special)
+
+
+def test_disallowed_special_raises_from_a_worker(gpt2_tok: Tokenizer, parallel: PoolSpy) -> None:
+    """A ValueError raised inside a worker reaches the caller as ValueError; the pool is gone."""
+    texts = [make_text(800 + i, seed=i % 3, eot_every=None) for i in range(40)] + [f"late {EOT}"]
+    children = child_pids()
+    with pytest.raises(ValueError, match="disallowed"):
+        gpt2_tok.encode_batch(texts, allowed_special=set(), disallowed_special="all", workers=2)
+    assert parallel.workers
+    assert new_children(children) == set()
