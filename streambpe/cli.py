@@ -109,6 +109,15 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _report(args: argparse.Namespace, summary: dict[str, object], line: str) -> None:
+    # --json: the summary on stdout for programs; otherwise one line on stderr for
+    # people, unless they asked for silence or for machine-readable progress only.
+    if args.json:
+        print(json.dumps(summary))
+    elif not args.quiet and args.progress == "bar":
+        print(line, file=sys.stderr)
+
+
 def _run_train(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     vocab, merges = train_bpe(
@@ -130,14 +139,12 @@ def _run_train(args: argparse.Namespace) -> int:
         "merges": len(merges),
         "seconds": round(time.perf_counter() - started, 3),
     }
-    if args.json:
-        print(json.dumps(summary))
-    elif not args.quiet and args.progress == "bar":
-        print(
-            f"trained {len(vocab)} tokens ({len(merges)} merges) in {summary['seconds']} s "
-            f"-> {args.out}",
-            file=sys.stderr,
-        )
+    _report(
+        args,
+        summary,
+        f"trained {len(vocab)} tokens ({len(merges)} merges) in {summary['seconds']} s "
+        f"-> {args.out}",
+    )
     return 0
 
 
@@ -161,14 +168,12 @@ def _run_encode(args: argparse.Namespace) -> int:
             "tokens_per_second": round(stats.tokens_per_second),
             "dtype": stats.dtype,
         }
-        if args.json:
-            print(json.dumps(summary))
-        elif not args.quiet and args.progress == "bar":
-            print(
-                f"{stats.tokens} tokens from {stats.bytes} bytes in {stats.seconds:.2f} s "
-                f"({stats.tokens_per_second:,.0f} tokens/s) -> {args.output} ({stats.dtype})",
-                file=sys.stderr,
-            )
+        _report(
+            args,
+            summary,
+            f"{stats.tokens} tokens from {stats.bytes} bytes in {stats.seconds:.2f} s "
+            f"({stats.tokens_per_second:,.0f} tokens/s) -> {args.output} ({stats.dtype})",
+        )
         return 0
     if args.input == "-":
         batches = tokenizer.iter_id_batches(decode_stream(sys.stdin.buffer, "<stdin>", args.errors))

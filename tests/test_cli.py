@@ -181,6 +181,17 @@ def test_progress_json_with_json_summary(
     assert summary["dtype"] == "uint16"
 
 
+def _train_or_encode_argv(
+    command: str, corpus: Path, tokenizer_dir: Path, text_file: Path, tmp_path: Path
+) -> list[str]:
+    """A small ``train`` or ``encode`` run, for tests about what goes to stderr."""
+    if command == "train":
+        out = str(tmp_path / "tok")
+        return ["train", str(corpus), "--vocab-size", "300", "--out", out, "--workers", "1"]
+    out = str(tmp_path / "ids.bin")
+    return ["encode", "--tokenizer", str(tokenizer_dir), str(text_file), "-o", out]
+
+
 @pytest.mark.parametrize("command", ["train", "encode"])
 def test_progress_json_writes_only_json_lines(
     command: str,
@@ -191,26 +202,7 @@ def test_progress_json_writes_only_json_lines(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``--progress json`` alone: a program reading stderr line by line must be able to parse every line."""
-    if command == "train":
-        argv = [
-            "train",
-            str(corpus),
-            "--vocab-size",
-            "300",
-            "--out",
-            str(tmp_path / "tok"),
-            "--workers",
-            "1",
-        ]
-    else:
-        argv = [
-            "encode",
-            "--tokenizer",
-            str(tokenizer_dir),
-            str(text_file),
-            "-o",
-            str(tmp_path / "ids.bin"),
-        ]
+    argv = _train_or_encode_argv(command, corpus, tokenizer_dir, text_file, tmp_path)
     assert main([*argv, "--progress", "json"]) == 0
     records = json_lines(capsys.readouterr().err)
     assert records and all(
@@ -228,26 +220,7 @@ def test_quiet_writes_nothing_to_stderr(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``--quiet``: no progress bar, no summary, nothing at all on stderr (nor stdout)."""
-    if command == "train":
-        argv = [
-            "train",
-            str(corpus),
-            "--vocab-size",
-            "300",
-            "--out",
-            str(tmp_path / "tok"),
-            "--workers",
-            "1",
-        ]
-    else:
-        argv = [
-            "encode",
-            "--tokenizer",
-            str(tokenizer_dir),
-            str(text_file),
-            "-o",
-            str(tmp_path / "ids.bin"),
-        ]
+    argv = _train_or_encode_argv(command, corpus, tokenizer_dir, text_file, tmp_path)
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr() == ("", "")
 
