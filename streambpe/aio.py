@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from functools import partial
-from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -43,38 +42,24 @@ if TYPE_CHECKING:
 
 #: Largest text slice encoded in one call: a few milliseconds of GIL-holding work.
 SLICE_CHARS = 64 * 1024
-#: Items pulled at once from a synchronous source (one thread hop per group).
-SYNC_GROUP = 1024
+#: Text handed to the worker thread per hop (a hop costs far more under trio than asyncio).
+BATCH_CHARS = 256 * 1024
+#: Most items pulled from a synchronous source per hop.
+SYNC_GROUP = 4096
 
 ItemT = TypeVar("ItemT")
 
 
-async def _iterate_source(source: AsyncIterable[str] | Iterable[str]) -> AsyncIterator[str]:
-    if isinstance(source, AsyncIterable):
-        async for chunk in source:
-            yield chunk
-        return
-    # A sync source (a file object, say) may block: read it off the loop, a group
-    # of items per thread hop, joined so the loop handles one string per group.
-    iterator = iter(source)
-    while True:
-        group = await anyio.to_thread.run_sync(_take_group, iterator)
-        if not group:
-            return
-        yield group
-
-
-def _take_group(iterator: Iterator[str]) -> str:
-    # Up to SYNC_GROUP items or about SLICE_CHARS characters, whichever comes first:
-    # few hops for short lines, little read-ahead for long chunks.
+def _take_group(iterator: Iterator[str]) -> tuple[str, bool]:
+    """Up to SYNC_GROUP items or about BATCH_CHARS characters, joined; and whether the source ended."""
     group: list[str] = []
     size = 0
-    for item in islice(iterator, SYNC_GROUP):
+    for item in iterator:
         group.append(item)
         size += len(item)
-        if size >= SLICE_CHARS:
-            break
-    return "".join(group)
+        if size >= BATCH_CHARS or len(group) >= SYNC_GROUP:
+            return "".join(group), False
+    return "".join(group), True
 
 
 def _slices(text: str) -> Iterator[str]:
@@ -96,14 +81,25 @@ def _encode_ready(tokenizer: Tokenizer, splitter: StreamSplitter, text: str) -> 
     return ids
 
 
-def _encode_rest(tokenizer: Tokenizer, splitter: StreamSplitter) -> list[int]:
-    """Encode the stream's tail, re-cut into slices the same way (runs in a worker thread)."""
+def _encode_last(tokenizer: Tokenizer, splitter: StreamSplitter, text: str) -> list[int]:
+    """Encode the last text and the stream's tail, re-cut the same way (runs in a worker thread)."""
+    ids = _encode_ready(tokenizer, splitter, text)
     tail = tokenizer.stream_splitter()
-    ids = _encode_ready(tokenizer, tail, splitter.finish())
+    ids += _encode_ready(tokenizer, tail, splitter.finish())
     rest = tail.finish()
     if rest:
         ids += tokenizer.encode(rest)
     return ids
+
+
+def _read_and_encode(
+    tokenizer: Tokenizer, splitter: StreamSplitter, iterator: Iterator[str]
+) -> tuple[list[int], bool]:
+    # A sync source may block, so it is read in the worker thread, with the encoding.
+    text, ended = _take_group(iterator)
+    if ended:
+        return _encode_last(tokenizer, splitter, text), True
+    return _encode_ready(tokenizer, splitter, text), False
 
 
 async def aencode_iterable(
@@ -115,21 +111,29 @@ async def aencode_iterable(
     holds a batch, nothing more is read.
     """
     splitter = tokenizer.stream_splitter()
+    if not isinstance(source, AsyncIterable):
+        iterator = iter(source)
+        ended = False
+        while not ended:
+            ids, ended = await anyio.to_thread.run_sync(
+                _read_and_encode, tokenizer, splitter, iterator
+            )
+            if ids:
+                yield ids
+        return
     pending: list[str] = []
     pending_size = 0
-    async for chunk in _iterate_source(source):
+    async for chunk in source:
         pending.append(chunk)
         pending_size += len(chunk)
-        if pending_size >= SLICE_CHARS:
+        if pending_size >= BATCH_CHARS:
             text = "".join(pending)
             pending.clear()
             pending_size = 0
             ids = await anyio.to_thread.run_sync(_encode_ready, tokenizer, splitter, text)
             if ids:
                 yield ids
-    text = "".join(pending)
-    ids = await anyio.to_thread.run_sync(_encode_ready, tokenizer, splitter, text)
-    ids += await anyio.to_thread.run_sync(_encode_rest, tokenizer, splitter)
+    ids = await anyio.to_thread.run_sync(_encode_last, tokenizer, splitter, "".join(pending))
     if ids:
         yield ids
 

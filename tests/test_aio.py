@@ -136,9 +136,11 @@ def test_any_chunking_of_small_texts_gives_encode(
     chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     min_release = data.draw(st.sampled_from([1, 2, 5, 16]), label="min_release")
     slice_chars = data.draw(st.sampled_from([1, 3, 8, 65536]), label="slice_chars")
+    batch_chars = data.draw(st.sampled_from([1, 4, 262144]), label="batch_chars")
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(splitter_defaults(), "min_release", min_release)
         patch.setattr(streambpe.aio, "SLICE_CHARS", slice_chars)
+        patch.setattr(streambpe.aio, "BATCH_CHARS", batch_chars)
         joined, flat = run(backend, encode_both_ways, gpt2_tok, kind, chunks)
     expected = gpt2_tok.encode(text)
     assert joined == expected
@@ -226,14 +228,12 @@ async def test_first_batch_arrives_before_source_is_exhausted(
 async def test_backpressure(gpt2_tok: Tokenizer, kind: str) -> None:
     """A consumer that takes one batch and stops leaves the source undrained; nothing reads ahead.
 
-    Bound: the first release needs about ``DEFAULT_MIN_RELEASE`` characters; a
-    sync source is read in groups of ``SYNC_GROUP`` chunks per thread hop.
+    Bound: the first batch needs about ``BATCH_CHARS`` characters (and a release
+    of ``DEFAULT_MIN_RELEASE``); nothing more is read until it is consumed.
     """
     counter = PullCounter()
     chunks = [CHUNK] * 5000
-    bound = 2 * (DEFAULT_MIN_RELEASE // len(CHUNK) + 1)
-    if kind == "sync-generator":
-        bound += 2 * streambpe.aio.SYNC_GROUP
+    bound = 2 * (max(DEFAULT_MIN_RELEASE, streambpe.aio.BATCH_CHARS) // len(CHUNK) + 1)
     async with aclosing(open_stream(gpt2_tok, make_source(kind, chunks, counter))) as stream:
         async for _batch in stream:
             pulled = counter.pulled
