@@ -445,3 +445,43 @@ async def test_cancelled_aencode_file_leaves_nothing(
     assert listing(tmp_path) == set()
     assert new_children(children) == set()
     assert busy_package_threads() == []
+
+
+# --------------------------------------------------------------------------- async training
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_atrain_bpe_equals_train_bpe(tmp_path: Path, backend: str) -> None:
+    """The async trainer is the sync one off the loop: same vocab and merges."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(make_text(60_000, seed=9), encoding="utf-8")
+
+    async def train() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+        return await streambpe.atrain_bpe(corpus, 400, ["<|endoftext|>"], workers=1)
+
+    assert anyio.run(train, backend=backend) == streambpe.train_bpe(
+        corpus, 400, ["<|endoftext|>"], workers=1
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_atrain_bpe_cancels_between_merges(tmp_path: Path, backend: str) -> None:
+    """Cancelling the awaiting task stops training at the next merge, well before the end."""
+    rng = random.Random(10)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    # Random words: enough distinct pairs for thousands of merges (seconds of work).
+    words = ("".join(rng.choices(letters, k=rng.randint(3, 9))) for _ in range(150_000))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(" ".join(words), encoding="utf-8")
+
+    async def train_briefly() -> float:
+        started = time.monotonic()
+        with anyio.move_on_after(0.3):
+            await streambpe.atrain_bpe(corpus, 20_000, ["<|endoftext|>"], workers=1)
+            raise AssertionError("training finished although it was cancelled")
+        return time.monotonic() - started
+
+    full_started = time.monotonic()
+    streambpe.train_bpe(corpus, 20_000, ["<|endoftext|>"], workers=1)
+    full = time.monotonic() - full_started
+    assert anyio.run(train_briefly, backend=backend) < max(full / 2, 0.3 + 1.0)
