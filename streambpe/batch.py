@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from . import worker_tokenizer
 from .pool import ordered_map, process_pool, resolve_workers
 
 if TYPE_CHECKING:
@@ -24,18 +25,9 @@ PARALLEL_THRESHOLD_CHARS = 4 * 1024 * 1024
 #: Characters per task sent to a worker.
 TASK_CHARS = 1024 * 1024
 
-_worker_tokenizer: Tokenizer | None = None
-
-
-def _install_tokenizer(tokenizer: Tokenizer) -> None:
-    global _worker_tokenizer
-    _worker_tokenizer = tokenizer
-
 
 def _encode_group(options: dict[str, Any], texts: list[str]) -> list[list[int]]:
-    tokenizer = _worker_tokenizer
-    if tokenizer is None:
-        raise RuntimeError("worker process has no tokenizer installed")
+    tokenizer = worker_tokenizer.installed()
     return [tokenizer.encode(text, **options) for text in texts]
 
 
@@ -70,7 +62,7 @@ def encode_batch(
         return [tokenizer.encode(text, **options) for text in texts]
     groups = _groups(texts)
     results: list[list[int]] = []
-    with process_pool(min(count, len(groups)), _install_tokenizer, (tokenizer,)) as pool:
+    with process_pool(min(count, len(groups)), worker_tokenizer.install, (tokenizer,)) as pool:
         for encoded in ordered_map(
             pool, partial(_encode_group, options), groups, max_in_flight=2 * count
         ):

@@ -25,11 +25,14 @@ import sys
 import time
 from array import array
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import worker_tokenizer
 from .atomic import atomic_write
 from .chunking import find_chunk_boundaries
 from .counting import ByteRange, DecodeErrors, decode_chunk, read_range
@@ -110,24 +113,18 @@ class _EncodeTask:
     dtype: str
 
 
-_worker_tokenizer: Tokenizer | None = None
-
-
-def _install_tokenizer(tokenizer: Tokenizer) -> None:
-    global _worker_tokenizer
-    _worker_tokenizer = tokenizer
-
-
-def _encode_task(task: _EncodeTask) -> tuple[int, bytes]:
-    tokenizer = _worker_tokenizer
-    if tokenizer is None:
-        raise RuntimeError("worker process has no tokenizer installed")
+def _encode_range(tokenizer: Tokenizer, task: _EncodeTask) -> tuple[int, bytes]:
     byte_range = task.byte_range
     text = decode_chunk(
         read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
     )
     ids = tokenizer.encode(text)
     return len(ids), ids_to_bytes(ids, task.dtype)
+
+
+def _encode_task(task: _EncodeTask) -> tuple[int, bytes]:
+    """One task in a pool worker, with the tokenizer its initializer installed."""
+    return _encode_range(worker_tokenizer.installed(), task)
 
 
 def plan_encode_ranges(
@@ -165,20 +162,21 @@ def iter_encoded_chunks(
     tasks = [_EncodeTask(byte_range, chosen) for byte_range in ranges]
     count = min(resolve_workers(workers), len(tasks))
     reporter = as_reporter(progress)
-    with reporter.stage("encoding", total=path.stat().st_size, unit="B") as advance:
+    with (
+        reporter.stage("encoding", total=path.stat().st_size, unit="B") as advance,
+        ExitStack() as cleanup,
+    ):
         if count <= 1:
-            _install_tokenizer(tokenizer)
-            for task, result in zip(
-                tasks, ordered_map(None, _encode_task, tasks, max_in_flight=1), strict=True
-            ):
-                advance(task.byte_range.end - task.byte_range.start)
-                yield result
-            return
-        with process_pool(count, _install_tokenizer, (tokenizer,)) as pool:
+            # In this process, with no global state: concurrent calls cannot mix tokenizers.
+            results = ordered_map(None, partial(_encode_range, tokenizer), tasks, max_in_flight=1)
+        else:
+            pool = cleanup.enter_context(
+                process_pool(count, worker_tokenizer.install, (tokenizer,))
+            )
             results = ordered_map(pool, _encode_task, tasks, max_in_flight=2 * count)
-            for task, result in zip(tasks, results, strict=True):
-                advance(task.byte_range.end - task.byte_range.start)
-                yield result
+        for task, result in zip(tasks, results, strict=True):
+            advance(task.byte_range.end - task.byte_range.start)
+            yield result
 
 
 def iter_file_ids(
