@@ -6,9 +6,12 @@ can reuse the counts. The key covers everything counting depends on: the file's
 bytes, the pattern, the special tokens and the UTF-8 error policy. Entries are
 ``marshal`` data (plain strings and ints: nothing is executed when loading).
 
->>> key = fingerprint_text("hello", pattern="x", special_tokens=["<s>"], errors="strict")
->>> len(key)
-32
+>>> import pathlib, tempfile
+>>> corpus = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+>>> _ = corpus.write_text("hello")
+>>> key = fingerprint_file(corpus, pattern="x", special_tokens=["<s>"], errors="strict")
+>>> len(key), key == fingerprint_file(corpus, pattern="y", special_tokens=["<s>"], errors="strict")
+(32, False)
 """
 
 from __future__ import annotations
@@ -56,12 +59,6 @@ def fingerprint_file(
     with open(path, "rb") as file:
         while block := file.read(_READ_BLOCK):
             hasher.update(block)
-    return _settings_digest(hasher, pattern, special_tokens, errors)
-
-
-def fingerprint_text(text: str, *, pattern: str, special_tokens: Sequence[str], errors: str) -> str:
-    """The cache key for counting an in-memory text with these settings."""
-    hasher = xxhash.xxh3_128(text.encode("utf-8", errors="surrogatepass"))
     return _settings_digest(hasher, pattern, special_tokens, errors)
 
 

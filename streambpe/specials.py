@@ -65,9 +65,8 @@ def validate_special_tokens(tokens: Iterable[str] | None) -> list[str]:
 class SpecialTokenScanner:
     """Finds special tokens in a ``str``, leftmost-longest, without overlaps.
 
-    To scan raw bytes, decode them as latin-1 first: offsets then equal byte
-    offsets, and each special token must be given in its latin-1 spelling of
-    its UTF-8 bytes (see :meth:`for_bytes`).
+    Files are cut without it: :mod:`~streambpe.chunking` looks for each special
+    token's UTF-8 bytes near a cut with ``bytes.find``, which needs no decoding.
     """
 
     def __init__(self, tokens: Iterable[str]) -> None:
@@ -80,15 +79,6 @@ class SpecialTokenScanner:
                 automaton.add_word(token, token)
             automaton.make_automaton()
             self._automaton = automaton
-
-    @classmethod
-    def for_bytes(cls, tokens: Iterable[str]) -> SpecialTokenScanner:
-        """A scanner over latin-1-decoded bytes, for the UTF-8 bytes of ``tokens``.
-
-        >>> SpecialTokenScanner.for_bytes(["é"]).tokens
-        ('Ã©',)
-        """
-        return cls(t.encode("utf-8").decode("latin-1") for t in validate_special_tokens(tokens))
 
     def __bool__(self) -> bool:
         return bool(self.tokens)

@@ -144,26 +144,3 @@ non_ascii_alphabet = st.sampled_from(["a", "<", ">", "é", "日", "🙃", "\u00a
 non_ascii_specials = st.lists(
     st.sampled_from(["<é>", "🙃🙃", "日", "é<", "<x>", "a🙃"]), min_size=1, max_size=4, unique=True
 )
-
-
-@settings(max_examples=200, deadline=None)
-@given(tokens=non_ascii_specials, text=st.lists(non_ascii_alphabet, max_size=30).map("".join))
-def test_for_bytes_offsets_are_byte_offsets(
-    tokens: list[str], text: str, special_matches_oracle: Oracle
-) -> None:
-    """Guards byte scanning: on latin-1-decoded UTF-8, offsets are the UTF-8 byte offsets."""
-    data = text.encode("utf-8")
-    got = [
-        (m.start, m.end)
-        for m in SpecialTokenScanner.for_bytes(tokens).matches(data.decode("latin-1"))
-    ]
-
-    def byte_offset(index: int) -> int:
-        return len(text[:index].encode("utf-8"))
-
-    expected = [
-        (byte_offset(s), byte_offset(e)) for s, e, _ in special_matches_oracle(text, tokens)
-    ]
-    assert got == expected
-    for start, end in got:
-        assert data[start:end].decode("utf-8") in tokens
