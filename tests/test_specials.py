@@ -144,3 +144,13 @@ non_ascii_alphabet = st.sampled_from(["a", "<", ">", "é", "日", "🙃", "\u00a
 non_ascii_specials = st.lists(
     st.sampled_from(["<é>", "🙃🙃", "日", "é<", "<x>", "a🙃"]), min_size=1, max_size=4, unique=True
 )
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens=non_ascii_specials, text=st.lists(non_ascii_alphabet, max_size=30).map("".join))
+def test_non_ascii_specials_match_like_the_oracle(
+    tokens: list[str], text: str, special_matches_oracle: Oracle
+) -> None:
+    """Guards multi-byte and astral characters: offsets are character offsets, as the oracle's."""
+    got = [(m.start, m.end, m.token) for m in SpecialTokenScanner(tokens).matches(text)]
+    assert got == [tuple(match) for match in special_matches_oracle(text, tokens)]
