@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,12 +31,10 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from .progress import Advance, ProgressReporter, SilentProgress, as_reporter
+from .progress import Advance, ProgressReporter, as_reporter
 from .streaming import StreamSplitter
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
     from .file_encoding import EncodeStats
     from .tokenizer import Tokenizer
     from .trainer import Merges, Vocab
@@ -144,16 +143,14 @@ async def flatten(batches: AsyncIterable[list[ItemT]]) -> AsyncIterator[ItemT]:
     >>> async def two():
     ...     yield [1, 2]
     ...     yield [3]
-    >>> anyio.run(lambda: _collect(flatten(two())))
+    >>> async def main():
+    ...     return [item async for item in flatten(two())]
+    >>> anyio.run(main)
     [1, 2, 3]
     """
     async for batch in batches:
         for item in batch:
             yield item
-
-
-async def _collect(items: AsyncIterable[ItemT]) -> list[ItemT]:
-    return [item async for item in items]
 
 
 class _CancellableProgress:
@@ -162,22 +159,17 @@ class _CancellableProgress:
     def __init__(self, inner: ProgressReporter) -> None:
         self.inner = inner
 
-    def stage(self, name: str, *, total: int | None, unit: str) -> AbstractContextManager[Advance]:
-        from contextlib import contextmanager
+    @contextmanager
+    def stage(self, name: str, *, total: int | None, unit: str) -> Iterator[Advance]:
+        with self.inner.stage(name, total=total, unit=unit) as advance:
 
-        @contextmanager
-        def checked() -> Iterator[Advance]:
-            with self.inner.stage(name, total=total, unit=unit) as advance:
+            def step(amount: int) -> None:
+                # Raises the host task's cancellation inside the worker thread,
+                # which unwinds the pool and removes the temporary output.
+                anyio.from_thread.check_cancelled()
+                advance(amount)
 
-                def step(amount: int) -> None:
-                    # Raises the host task's cancellation inside the worker thread,
-                    # which unwinds the pool and removes the temporary output.
-                    anyio.from_thread.check_cancelled()
-                    advance(amount)
-
-                yield step
-
-        return checked()
+            yield step
 
 
 async def aencode_file(
@@ -211,7 +203,7 @@ async def atrain_bpe(
     """Async :func:`~streambpe.trainer.train_bpe`: same options, cancellable between steps."""
     from .trainer import train_bpe
 
-    reporter = _CancellableProgress(as_reporter(progress) if progress else SilentProgress())
+    reporter = _CancellableProgress(as_reporter(progress))
     return await anyio.to_thread.run_sync(
         partial(train_bpe, input_path, vocab_size, special_tokens, progress=reporter, **options)
     )

@@ -95,6 +95,13 @@ def _count_text_into(
         counts.update(find_pieces(text))
 
 
+def _count_range_into(counts: Counter[str], byte_range: ByteRange) -> None:
+    text = decode_chunk(
+        read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
+    )
+    _count_text_into(counts, text, byte_range.pattern, byte_range.special_tokens)
+
+
 def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) -> WordCounts:
     """Count the pieces of ``text``; special tokens separate documents and are not counted."""
     counts: Counter[str] = Counter()
@@ -111,10 +118,7 @@ def count_words_in_ranges(byte_ranges: Sequence[ByteRange]) -> WordCounts:
     """
     counts: Counter[str] = Counter()
     for byte_range in byte_ranges:
-        text = decode_chunk(
-            read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
-        )
-        _count_text_into(counts, text, byte_range.pattern, byte_range.special_tokens)
+        _count_range_into(counts, byte_range)
     return counts
 
 
@@ -197,12 +201,7 @@ def count_words_in_file(
         # In-process: one Counter for the whole file, summed in C.
         counts: Counter[str] = Counter()
         for byte_range in ranges:
-            _count_text_into(
-                counts,
-                decode_chunk(read_range(byte_range), byte_range.path, byte_range.start, errors),
-                pattern,
-                special_tokens,
-            )
+            _count_range_into(counts, byte_range)
             if progress_callback is not None:
                 progress_callback(byte_range.end - byte_range.start)
         return counts

@@ -75,10 +75,9 @@ class Tokenizer:
         pattern: str = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        self._setup(
-            dict(vocab), ranks_from_merges(list(merges)), special_tokens, pattern, cache_size
-        )
-        self._merges: list[tuple[bytes, bytes]] | None = list(merges)
+        merge_list = list(merges)
+        self._setup(dict(vocab), ranks_from_merges(merge_list), special_tokens, pattern, cache_size)
+        self._merges: list[tuple[bytes, bytes]] | None = merge_list
 
     def _setup(
         self,
@@ -163,9 +162,13 @@ class Tokenizer:
     ) -> Tokenizer:
         """Load a tiktoken ``.tiktoken`` ranks file; ids are the ranks.
 
-        >>> import streambpe.patterns  # doctest: +SKIP
-        >>> Tokenizer.from_tiktoken("cl100k_base.tiktoken", pattern="cl100k",  # doctest: +SKIP
-        ...                         special_tokens={"<|endoftext|>": 100257})
+        >>> import base64, pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.tiktoken"
+        >>> ranks = [bytes([i]) for i in range(256)] + [b"hi"]
+        >>> _ = path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\\n" for r, t in enumerate(ranks)))
+        >>> tok = Tokenizer.from_tiktoken(path, pattern="gpt2", special_tokens={"<|endoftext|>": 257})
+        >>> tok.encode("hi<|endoftext|>")
+        [256, 257]
         """
         from .formats.tiktoken_file import read_tiktoken
 
