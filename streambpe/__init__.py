@@ -12,12 +12,12 @@ pipelines or the shell::
 
 from __future__ import annotations
 
-from . import patterns
-from .aio import aencode_file, aencode_iterable, atrain_bpe, flatten
-from .errors import FormatError, InvalidUTF8Error, StreamBPEError, WorkerError
-from .file_encoding import EncodeStats, encode_file, iter_file_ids
-from .tokenizer import Tokenizer
-from .trainer import VocabSizeWarning, train_bpe
+from streambpe import patterns
+from streambpe.streaming.aio import aencode_file, aencode_iterable, atrain_bpe, flatten
+from streambpe.errors import FormatError, InvalidUTF8Error, StreamBPEError, WorkerError
+from streambpe.streaming.file_encoding import EncodeStats, encode_file, iter_file_ids
+from streambpe.tokenizer import Tokenizer
+from streambpe.train.trainer import VocabSizeWarning, train_bpe
 
 __version__ = "0.1.0"
 

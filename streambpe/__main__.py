@@ -1,5 +1,5 @@
 """``python -m streambpe``: the command line."""
 
-from .cli import main
+from streambpe.cli import main
 
 raise SystemExit(main())

@@ -16,15 +16,26 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from . import __version__
-from .atomic import atomic_write
-from .errors import StreamBPEError
-from .file_encoding import DTYPES, choose_dtype, encode_file, ids_to_bytes, iter_file_ids
-from .formats import FORMATS
-from .inputs import decode_stream
-from .progress import BarProgress, JsonLinesProgress, ProgressReporter, SilentProgress
-from .tokenizer import Tokenizer
-from .trainer import train_bpe
+from streambpe import __version__
+from streambpe._support.atomic import atomic_write
+from streambpe.errors import StreamBPEError
+from streambpe.streaming.file_encoding import (
+    DTYPES,
+    choose_dtype,
+    encode_file,
+    ids_to_bytes,
+    iter_file_ids,
+)
+from streambpe.formats import FORMATS
+from streambpe._support.inputs import decode_stream
+from streambpe._support.progress import (
+    BarProgress,
+    JsonLinesProgress,
+    ProgressReporter,
+    SilentProgress,
+)
+from streambpe.tokenizer import Tokenizer
+from streambpe.train.trainer import train_bpe
 
 _READ_BLOCK = 1 << 20
 

@@ -1,10 +1,69 @@
-"""Exceptions raised by streambpe, each carrying what a caller needs to fix the call."""
+"""Every exception and warning streambpe raises on purpose, each saying how to fix the call.
+
+All errors derive from :class:`StreamBPEError`, and also from the built-in type a
+caller would expect (``ValueError``, ``KeyError``, ``RuntimeError``), so both
+``except StreamBPEError`` and ``except ValueError`` work. The command line
+reports these (and ``OSError``) as one line; anything else is a bug and shows
+its traceback.
+
+Errors that suggest a different setting carry it as ``fix = (option, value)``,
+so the message can be spelled for Python (``dtype='uint32'``) or for the
+command line (``--dtype uint32``):
+
+>>> error = ParameterError("ids do not fit uint16", fix=("dtype", "uint32"))
+>>> str(error), error.for_cli()
+("ids do not fit uint16; use dtype='uint32'", 'ids do not fit uint16; use --dtype uint32')
+"""
 
 from __future__ import annotations
+
+#: An option name and the value that fixes the call.
+Fix = tuple[str, str]
 
 
 class StreamBPEError(Exception):
     """Base class for every error streambpe raises on purpose."""
+
+    def for_cli(self) -> str:
+        """The message as the command line shows it."""
+        return str(self)
+
+
+class ParameterError(StreamBPEError, ValueError):
+    """An argument is invalid (vocab size, special tokens, pattern, dtype, error policy...)."""
+
+    def __init__(self, problem: str, *, fix: Fix | None = None) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(self._spell(python=True))
+
+    def _spell(self, *, python: bool) -> str:
+        if self.fix is None:
+            return self.problem
+        option, value = self.fix
+        hint = f"{option}={value!r}" if python else f"--{option.replace('_', '-')} {value}"
+        return f"{self.problem}; use {hint}"
+
+    def for_cli(self) -> str:
+        return self._spell(python=False)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_parameter_error, (self.problem, self.fix))
+
+
+def _rebuild_parameter_error(problem: str, fix: Fix | None) -> ParameterError:
+    return ParameterError(problem, fix=fix)
+
+
+class EmptyInputError(StreamBPEError, ValueError):
+    """The input holds no bytes, so there is nothing to train on or encode."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: input file is empty; there is nothing to process")
+
+    def __reduce__(self) -> tuple[type[EmptyInputError], tuple[str]]:
+        return (type(self), (self.path,))
 
 
 class InvalidUTF8Error(StreamBPEError, ValueError):
@@ -24,9 +83,31 @@ class InvalidUTF8Error(StreamBPEError, ValueError):
             "to substitute U+FFFD for bad bytes"
         )
 
+    def for_cli(self) -> str:
+        return (
+            f"{self.path}: invalid UTF-8 at byte offset {self.byte_offset} ({self.reason}); "
+            "fix the file, or pass --errors replace to substitute U+FFFD for bad bytes"
+        )
+
     def __reduce__(self) -> tuple[type[InvalidUTF8Error], tuple[str, int, str]]:
         # Raised inside worker processes: keep it picklable with its fields.
         return (type(self), (self.path, self.byte_offset, self.reason))
+
+
+class UnknownTokenError(StreamBPEError, KeyError):
+    """A token id given to decode is not in the vocabulary."""
+
+    def __init__(self, token_id: object, n_vocab: int) -> None:
+        self.token_id = token_id
+        self.n_vocab = n_vocab
+        super().__init__(f"unknown token id {token_id!r}: valid ids are 0..{n_vocab - 1}")
+
+    def __str__(self) -> str:
+        # KeyError would show the message in quotes.
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[type[UnknownTokenError], tuple[object, int]]:
+        return (type(self), (self.token_id, self.n_vocab))
 
 
 class WorkerError(StreamBPEError, RuntimeError):
@@ -45,3 +126,7 @@ class FormatError(StreamBPEError, ValueError):
 
     def __reduce__(self) -> tuple[type[FormatError], tuple[str, int | None, str]]:
         return (type(self), (self.path, self.line_number, self.problem))
+
+
+class VocabSizeWarning(UserWarning):
+    """The corpus ran out of pairs before ``vocab_size`` was reached."""

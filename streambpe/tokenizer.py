@@ -1,8 +1,8 @@
 """The :class:`Tokenizer`: text to ids and back, identical to tiktoken for the same vocabulary.
 
-Encoding runs special-token scanning (:mod:`~streambpe.specials`), then the
+Encoding runs special-token scanning (:mod:`~streambpe.cutting.specials`), then the
 regex pretokenizer, then for each piece a lookup in the :class:`PieceCache`,
-which runs rank-based BPE (:mod:`~streambpe.bpe`) only on a miss.
+which runs rank-based BPE (:mod:`~streambpe.core.bpe`) only on a miss.
 
 >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"he", 257: b"hel"}
 >>> tok = Tokenizer(vocab, [(b"h", b"e"), (b"he", b"l")], ["<|endoftext|>"])
@@ -29,15 +29,15 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .bpe import merge_piece, ranks_from_merges
-from .patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
-from .piece_cache import CacheInfo, PieceCache, TokenIds
-from .pretokenize import Pretokenizer
-from .specials import SpecialTokenScanner, validate_special_tokens
-from .streaming import StreamSplitter
+from streambpe.core.bpe import merge_piece, ranks_from_merges
+from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+from streambpe.core.piece_cache import CacheInfo, PieceCache, TokenIds
+from streambpe.encode.pretokenize import Pretokenizer
+from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
+from streambpe.cutting.splitter import StreamSplitter
 
 if TYPE_CHECKING:
-    from .file_encoding import EncodeStats
+    from streambpe.streaming.file_encoding import EncodeStats
 
 DEFAULT_CACHE_SIZE = 1 << 18
 #: Pieces looked up per C-level call (a few milliseconds).
@@ -146,7 +146,7 @@ class Tokenizer:
         pattern: str = GPT2,
     ) -> Tokenizer:
         """Load GPT-2 style ``vocab.json`` and ``merges.txt`` (``#version`` header optional)."""
-        from .formats.gpt2 import read_gpt2
+        from streambpe.formats.gpt2 import read_gpt2
 
         vocab, merges = read_gpt2(vocab_path, merges_path)
         return cls(vocab, merges, special_tokens, pattern=pattern)
@@ -170,7 +170,7 @@ class Tokenizer:
         >>> tok.encode("hi<|endoftext|>")
         [256, 257]
         """
-        from .formats.tiktoken_file import read_tiktoken
+        from streambpe.formats.tiktoken_file import read_tiktoken
 
         return cls.from_ranks(
             read_tiktoken(path),
@@ -200,7 +200,7 @@ class Tokenizer:
         cls, directory: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE
     ) -> Tokenizer:
         """Load a directory written by :meth:`save` or ``streambpe train`` (any format)."""
-        from .formats import load_tokenizer
+        from streambpe.formats import load_tokenizer
 
         files = load_tokenizer(directory)
         return cls(
@@ -213,7 +213,7 @@ class Tokenizer:
 
     def save(self, directory: str | os.PathLike[str], *, format: str = "gpt2") -> Path:
         """Write this tokenizer to ``directory`` as ``"gpt2"``, ``"tiktoken"`` or ``"hf"``."""
-        from .formats import TokenizerFiles, save_tokenizer
+        from streambpe.formats import TokenizerFiles, save_tokenizer
 
         files = TokenizerFiles(
             vocab=dict(self._decoder),
@@ -227,7 +227,7 @@ class Tokenizer:
     def merges(self) -> list[tuple[bytes, bytes]]:
         """The merges in rank order (derived from the ranks for tiktoken-loaded tokenizers)."""
         if self._merges is None:
-            from .formats.tiktoken_file import merges_from_ranks
+            from streambpe.formats.tiktoken_file import merges_from_ranks
 
             self._merges = merges_from_ranks(self._ranks)
         return list(self._merges)
@@ -405,7 +405,7 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch(["a", "b"])
         [[97], [98]]
         """
-        from .batch import encode_batch
+        from streambpe.streaming.batch import encode_batch
 
         return encode_batch(
             self,
@@ -450,10 +450,10 @@ class Tokenizer:
     ) -> AsyncIterator[list[int]]:
         """Async form of :meth:`encode_iterable`: an async iterator of id *batches*.
 
-        Batches keep the per-``await`` cost small; :func:`streambpe.aio.flatten`
-        turns them into single ids. See :mod:`streambpe.aio`.
+        Batches keep the per-``await`` cost small; :func:`streambpe.streaming.aio.flatten`
+        turns them into single ids. See :mod:`streambpe.streaming.aio`.
         """
-        from .aio import aencode_iterable
+        from streambpe.streaming.aio import aencode_iterable
 
         return aencode_iterable(self, source)
 
@@ -463,8 +463,8 @@ class Tokenizer:
         output_path: str | os.PathLike[str],
         **options: Any,
     ) -> EncodeStats:
-        """Encode a file of any size into raw little-endian ids; see :func:`streambpe.file_encoding.encode_file`."""
-        from .file_encoding import encode_file
+        """Encode a file of any size into raw little-endian ids; see :func:`streambpe.streaming.file_encoding.encode_file`."""
+        from streambpe.streaming.file_encoding import encode_file
 
         return encode_file(self, input_path, output_path, **options)
 
@@ -475,7 +475,7 @@ class Tokenizer:
         **options: Any,
     ) -> EncodeStats:
         """Async form of :meth:`encode_file`; the event loop stays free while it runs."""
-        from .aio import aencode_file
+        from streambpe.streaming.aio import aencode_file
 
         return await aencode_file(self, input_path, output_path, **options)
 

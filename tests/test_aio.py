@@ -1,4 +1,4 @@
-"""Async encoding (``streambpe.aio``) under asyncio and trio.
+"""Async encoding (``streambpe.streaming.aio``) under asyncio and trio.
 
 Guards: ``aencode_iterable`` gives ``encode(whole_text)`` however the text is
 chunked and whatever the source kind (DESIGN rule 4); it streams and applies
@@ -41,8 +41,8 @@ from streaming_helpers import (
 )
 
 import streambpe
-import streambpe.aio
-from streambpe.streaming import DEFAULT_MIN_RELEASE, StreamSplitter
+import streambpe.streaming.aio
+from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
 from streambpe.tokenizer import Tokenizer
 
 BACKENDS = ["asyncio", "trio"]
@@ -82,7 +82,7 @@ async def encode_both_ways(
     joined = [token for batch in batches for token in batch]
     flat = [
         token
-        async for token in streambpe.aio.flatten(tok.aencode_iterable(make_source(kind, chunks)))
+        async for token in streambpe.streaming.aio.flatten(tok.aencode_iterable(make_source(kind, chunks)))
     ]
     return joined, flat
 
@@ -139,8 +139,8 @@ def test_any_chunking_of_small_texts_gives_encode(
     batch_chars = data.draw(st.sampled_from([1, 4, 262144]), label="batch_chars")
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(splitter_defaults(), "min_release", min_release)
-        patch.setattr(streambpe.aio, "SLICE_CHARS", slice_chars)
-        patch.setattr(streambpe.aio, "BATCH_CHARS", batch_chars)
+        patch.setattr(streambpe.streaming.aio, "SLICE_CHARS", slice_chars)
+        patch.setattr(streambpe.streaming.aio, "BATCH_CHARS", batch_chars)
         joined, flat = run(backend, encode_both_ways, gpt2_tok, kind, chunks)
     expected = gpt2_tok.encode(text)
     assert joined == expected
@@ -233,7 +233,7 @@ async def test_backpressure(gpt2_tok: Tokenizer, kind: str) -> None:
     """
     counter = PullCounter()
     chunks = [CHUNK] * 5000
-    bound = 2 * (max(DEFAULT_MIN_RELEASE, streambpe.aio.BATCH_CHARS) // len(CHUNK) + 1)
+    bound = 2 * (max(DEFAULT_MIN_RELEASE, streambpe.streaming.aio.BATCH_CHARS) // len(CHUNK) + 1)
     async with aclosing(open_stream(gpt2_tok, make_source(kind, chunks, counter))) as stream:
         async for _batch in stream:
             pulled = counter.pulled

@@ -22,8 +22,8 @@ from streaming_helpers import (
     r50k_tokenizer,
 )
 
-import streambpe.batch
-from streambpe.pool import process_pool
+import streambpe.streaming.batch
+from streambpe._support.pool import process_pool
 from streambpe.tokenizer import Tokenizer
 
 
@@ -46,7 +46,7 @@ def varied_texts(count: int, seed: int) -> list[str]:
 
 
 class PoolSpy:
-    """Wraps ``streambpe.batch.process_pool`` to record how many pools were started, with how many workers."""
+    """Wraps ``streambpe.streaming.batch.process_pool`` to record how many pools were started, with how many workers."""
 
     def __init__(self, original: Callable[..., AbstractContextManager[Any]]) -> None:
         self.original = original
@@ -62,10 +62,10 @@ class PoolSpy:
 @pytest.fixture
 def parallel(monkeypatch: pytest.MonkeyPatch) -> PoolSpy:
     """Make small batches take the parallel path (tiny thresholds) and spy on the pool."""
-    monkeypatch.setattr(streambpe.batch, "PARALLEL_THRESHOLD_CHARS", 10_000)
-    monkeypatch.setattr(streambpe.batch, "TASK_CHARS", 7_000)
+    monkeypatch.setattr(streambpe.streaming.batch, "PARALLEL_THRESHOLD_CHARS", 10_000)
+    monkeypatch.setattr(streambpe.streaming.batch, "TASK_CHARS", 7_000)
     spy = PoolSpy(process_pool)
-    monkeypatch.setattr(streambpe.batch, "process_pool", spy)
+    monkeypatch.setattr(streambpe.streaming.batch, "process_pool", spy)
     return spy
 
 
@@ -74,7 +74,7 @@ def test_small_batch_is_encoded_in_process(
 ) -> None:
     """Below the threshold no pool starts, and each text is encoded as ``encode`` would."""
     spy = PoolSpy(process_pool)
-    monkeypatch.setattr(streambpe.batch, "process_pool", spy)
+    monkeypatch.setattr(streambpe.streaming.batch, "process_pool", spy)
     texts = ["Hello world", "", "a\n\n b", f"x{EOT}y", "日本語 👍🏽", "   "]
     assert gpt2_tok.encode_batch(texts, workers=2) == [gpt2_tok.encode(t) for t in texts]
     assert spy.workers == []

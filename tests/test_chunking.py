@@ -19,8 +19,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streambpe.chunking import find_chunk_boundaries
-from streambpe.counting import count_words_in_file, count_words_in_text, plan_byte_ranges
+from streambpe.cutting.chunks import find_chunk_boundaries
+from streambpe.train.counting import count_words_in_file, count_words_in_text, plan_byte_ranges
 from streambpe.patterns import CL100K, GPT2, O200K
 
 PiecesOracle = Callable[[str, str, Sequence[str]], list[str]]

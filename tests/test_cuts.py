@@ -6,7 +6,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streambpe.cuts import is_safe_byte_cut, is_safe_cut, last_safe_cut, next_safe_cut
+from streambpe.cutting.rule import is_safe_byte_cut, is_safe_cut, last_safe_cut, next_safe_cut
 from streambpe.patterns import CL100K, GPT2, O200K
 
 PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}

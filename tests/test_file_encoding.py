@@ -38,9 +38,9 @@ from streaming_helpers import (
 )
 
 import streambpe
-import streambpe.file_encoding
+import streambpe.streaming.file_encoding
 from streambpe.errors import InvalidUTF8Error, WorkerError
-from streambpe.progress import Advance
+from streambpe._support.progress import Advance
 from streambpe.tokenizer import Tokenizer
 
 
@@ -352,7 +352,7 @@ def test_dying_worker_raises_worker_error(
     gpt2_tok: Tokenizer, inputs: dict[str, Path], output: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker killed mid-task surfaces as WorkerError; the pool is torn down, nothing written."""
-    monkeypatch.setattr(streambpe.file_encoding, "_encode_task", _die_in_worker)
+    monkeypatch.setattr(streambpe.streaming.file_encoding, "_encode_task", _die_in_worker)
     with leaves_nothing_behind(output.parent, output), pytest.raises(WorkerError, match="died"):
         streambpe.encode_file(
             gpt2_tok, inputs["multilingual"], output, workers=2, chunk_size=10_000

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from streambpe.bpe import merge_piece
-from streambpe.byte_unicode import bytes_to_unicode, decode_token, encode_token
+from streambpe.core.bpe import merge_piece
+from streambpe.formats.byte_unicode import bytes_to_unicode, decode_token, encode_token
 from streambpe.errors import FormatError
 from streambpe.formats import FORMATS, TokenizerFiles, load_tokenizer, save_tokenizer
 from streambpe.formats.gpt2 import read_gpt2, read_merges, write_gpt2

@@ -9,9 +9,9 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streambpe.cuts import next_safe_cut
+from streambpe.cutting.rule import next_safe_cut
 from streambpe.patterns import CL100K, GPT2, O200K
-from streambpe.pretokenize import Pretokenizer
+from streambpe.encode.pretokenize import Pretokenizer
 
 BUILTIN_PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streambpe.specials import SpecialTokenScanner, validate_special_tokens
+from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 
 Oracle = Callable[[str, Sequence[str]], list[tuple[int, int, str]]]
 

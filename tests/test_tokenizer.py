@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import streambpe.tokenizer
 from streambpe import patterns
-from streambpe.streaming import StreamSplitter
+from streambpe.cutting.splitter import StreamSplitter
 from streambpe.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
 
 EOT = "<|endoftext|>"
@@ -517,7 +517,15 @@ def test_encode_iterable_with_overlapping_specials(
 
 @pytest.mark.parametrize(
     "chunks",
-    [["c<|a|>", "d"], ["ab", "c"], ["<|a|>", "<|a|>"], ["d", " x"], ["x<|a", "|>"], ["a", "bcd"]],
+    [
+        ["c<|a|>", "d"],
+        ["ab", "c"],
+        ["<|a|>", "<|a|>"],
+        ["<|a|><|a", "|><|a|>"],
+        ["d", " x"],
+        ["x<|a", "|>"],
+        ["a", "bcd"],
+    ],
 )
 def test_encode_iterable_waits_for_specials_still_completing(
     byte_tokenizer: Tokenizer, eager_release: Callable[[int], None], chunks: list[str]

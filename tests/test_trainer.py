@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import streambpe
-import streambpe.counting
-import streambpe.trainer
-from streambpe.counting import ByteRange
+import streambpe.train.counting
+import streambpe.train.trainer
+from streambpe.train.counting import ByteRange
 from streambpe.errors import InvalidUTF8Error, WorkerError
 from streambpe.patterns import CL100K, GPT2, O200K
-from streambpe.trainer import VocabSizeWarning, train_bpe
+from streambpe.train.trainer import VocabSizeWarning, train_bpe
 
 PiecesOracle = Callable[[str, str, Sequence[str]], list[str]]
 Vocab = dict[int, bytes]
@@ -330,7 +330,7 @@ def test_word_count_cache_is_reused(
     def refuse(*args: object, **kwargs: object) -> NoReturn:
         raise CacheMissError("counted again although the cache holds these counts")
 
-    monkeypatch.setattr(streambpe.trainer, "count_words_in_file", refuse)
+    monkeypatch.setattr(streambpe.train.trainer, "count_words_in_file", refuse)
     assert train_bpe(corpus, 300, [EOT], workers=2, cache=cache_dir) == first
     # Another vocab size reuses the same counts; its merges extend the shorter run's.
     _, longer = train_bpe(corpus, 320, [EOT], workers=1, cache=cache_dir)
@@ -465,7 +465,7 @@ def test_dead_worker_raises_worker_error_and_leaves_no_children(
     """Guards rule 8: a worker killed mid-task becomes WorkerError; no process is orphaned."""
     path = _write(tmp_path / "corpus.txt", "some words to count " * 2000)
     before = _child_pids()
-    monkeypatch.setattr(streambpe.counting, "count_words_in_ranges", _crash_on_first_range)
+    monkeypatch.setattr(streambpe.train.counting, "count_words_in_ranges", _crash_on_first_range)
     started = time.monotonic()
     with pytest.raises(WorkerError, match="worker"):
         train_bpe(path, 300, [EOT], workers=2, chunk_size=1024)
@@ -483,8 +483,8 @@ def test_keyboard_interrupt_propagates_and_leaves_no_children(
     def interrupt(total: object, part: object) -> NoReturn:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(streambpe.counting, "count_words_in_ranges", _stall_after_first_range)
-    monkeypatch.setattr(streambpe.counting, "add_word_counts", interrupt)
+    monkeypatch.setattr(streambpe.train.counting, "count_words_in_ranges", _stall_after_first_range)
+    monkeypatch.setattr(streambpe.train.counting, "add_word_counts", interrupt)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         train_bpe(path, 300, [EOT], workers=2, chunk_size=1024)

@@ -1,7 +1,7 @@
 """GPT-2's tokenizer files: ``vocab.json`` and ``merges.txt``.
 
 ``vocab.json`` maps each token, spelled in GPT-2's byte-to-unicode characters
-(see :mod:`streambpe.byte_unicode`), to its id. ``merges.txt`` lists the merges
+(see :mod:`streambpe.formats.byte_unicode`), to its id. ``merges.txt`` lists the merges
 in the order they were learned, one ``left right`` pair a line, optionally
 after a ``#version: 0.2`` header. Special tokens such as ``<|endoftext|>`` are
 ordinary entries of ``vocab.json``, spelled like any other token.
@@ -30,8 +30,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from streambpe.atomic import atomic_write
-from streambpe.byte_unicode import decode_token, encode_token
+from streambpe._support.atomic import atomic_write
+from streambpe.formats.byte_unicode import decode_token, encode_token
 from streambpe.errors import FormatError
 
 #: The header line GPT-2's own ``vocab.bpe`` starts with.
@@ -49,7 +49,7 @@ def write_gpt2(
 
     ``header=True`` starts ``merges.txt`` with ``#version: 0.2`` as GPT-2's
     original ``vocab.bpe`` does; the default matches the CS336 fixtures.
-    Each file is written whole or not at all (see :mod:`streambpe.atomic`).
+    Each file is written whole or not at all (see :mod:`streambpe._support.atomic`).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:

@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from streambpe.atomic import atomic_write
+from streambpe._support.atomic import atomic_write
 from streambpe.errors import FormatError
 from streambpe.formats.gpt2 import (
     decode_merge,
@@ -46,7 +46,7 @@ from streambpe.formats.gpt2 import (
     read_json_file,
 )
 from streambpe.patterns import CL100K, GPT2
-from streambpe.specials import validate_special_tokens
+from streambpe.cutting.specials import validate_special_tokens
 
 # ByteLevel options that leave bytes-to-characters spelling as the only job:
 # no prefix space (it would change ids) and no built-in GPT-2 regex (the Split
@@ -73,7 +73,7 @@ def write_hf_json(
     the model's vocab (see the module docstring). A custom ``pattern`` using a
     possessive interval such as ``X{1,3}+`` raises ``ValueError``, since
     ``tokenizers`` would read it differently; spell it ``(?>X{1,3})``. The file
-    is written whole or not at all (see :mod:`streambpe.atomic`).
+    is written whole or not at all (see :mod:`streambpe._support.atomic`).
 
     >>> import tempfile
     >>> from streambpe.patterns import GPT2

@@ -27,8 +27,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from streambpe.atomic import atomic_write
-from streambpe.bpe import merge_piece
+from streambpe._support.atomic import atomic_write
+from streambpe.core.bpe import merge_piece
 from streambpe.errors import FormatError
 
 
@@ -42,7 +42,7 @@ def write_tiktoken(
     Ranks are ids, so the file reproduces a merge-list tokenizer only when ids
     grow in merge order (true of GPT-2 and of vocabs from ``train_bpe``);
     :func:`streambpe.formats.save_tokenizer` checks that before writing. The
-    file is written whole or not at all (see :mod:`streambpe.atomic`).
+    file is written whole or not at all (see :mod:`streambpe._support.atomic`).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:

@@ -21,12 +21,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
-from .chunking import find_chunk_boundaries
-from .errors import InvalidUTF8Error
-from .patterns import GPT2, SPACE_SPLITTABLE_PATTERNS
-from .pool import ordered_map, process_pool
-from .pretokenize import Pretokenizer
-from .specials import SpecialTokenScanner
+from streambpe.cutting.chunks import find_chunk_boundaries
+from streambpe.errors import InvalidUTF8Error
+from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS
+from streambpe._support.pool import ordered_map, process_pool
+from streambpe.encode.pretokenize import Pretokenizer
+from streambpe.cutting.specials import SpecialTokenScanner
 
 #: Pretoken (as text) -> number of occurrences.
 WordCounts = dict[str, int]

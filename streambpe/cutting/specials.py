@@ -14,13 +14,35 @@ occurrence and selects greedily itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import ahocorasick
 
 #: Characters scanned per call into pyahocorasick.
 _SCAN_WINDOW = 1 << 16
+
+
+class Searchable(Protocol):
+    """``str``, ``bytes`` or an ``mmap``: anything with ``find`` over its own kind of string."""
+
+    def find(self, sub: Any, start: int = ..., end: int = ..., /) -> int: ...
+
+
+def spanned_by_special(text: Searchable, position: int, tokens: Sequence[Any]) -> bool:
+    """True when an occurrence of one of ``tokens`` starts before ``position`` and ends after it.
+
+    A cut there would split that occurrence. ``text`` and ``tokens`` are both
+    ``str``, or both bytes-like (then positions are byte offsets).
+
+    >>> spanned_by_special("a<s>b", 2, ["<s>"]), spanned_by_special(b"a<s>b", 1, [b"<s>"])
+    (True, False)
+    """
+    for token in tokens:
+        found = text.find(token, max(0, position - len(token) + 1), position + len(token) - 1)
+        if 0 <= found < position:
+            return True
+    return False
 
 
 class SpecialMatch(NamedTuple):
@@ -65,7 +87,7 @@ def validate_special_tokens(tokens: Iterable[str] | None) -> list[str]:
 class SpecialTokenScanner:
     """Finds special tokens in a ``str``, leftmost-longest, without overlaps.
 
-    Files are cut without it: :mod:`~streambpe.chunking` looks for each special
+    Files are cut without it: :mod:`~streambpe.cutting.chunks` looks for each special
     token's UTF-8 bytes near a cut with ``bytes.find``, which needs no decoding.
     """
 

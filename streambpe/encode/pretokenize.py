@@ -6,7 +6,7 @@ class is a plain ASCII range. On ASCII text, ``\\p{L}`` *is* ``[A-Za-z]``,
 ``\\p{N}`` is ``[0-9]`` and ``\\s`` is ``[\\t-\\r ]`` (Unicode White_Space), so
 an ASCII spelling of each built-in pattern finds exactly the same pieces there.
 :class:`Pretokenizer` cuts long text into blocks at safe cuts (see
-:mod:`~streambpe.cuts`) and uses the ASCII
+:mod:`~streambpe.cutting.rule`) and uses the ASCII
 spelling on every block that is pure ASCII. Tests check the equivalence.
 
 >>> Pretokenizer(GPT2).pieces("Hello, wörld's 42!")
@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable
 from functools import partial
 
-from .cuts import next_safe_cut
-from .patterns import CL100K, GPT2, O200K, compile_pattern
+from streambpe.cutting.rule import next_safe_cut
+from streambpe.patterns import CL100K, GPT2, O200K, compile_pattern
 
 _WS = r"\t-\r "  # ASCII White_Space: \t \n \v \f \r and space, as a class body
 

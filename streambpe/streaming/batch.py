@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from . import worker_tokenizer
-from .pool import ordered_map, process_pool, resolve_workers
+from streambpe.streaming import worker_encoder
+from streambpe._support.pool import ordered_map, process_pool, resolve_workers
 
 if TYPE_CHECKING:
-    from .tokenizer import SpecialSet, Tokenizer
+    from streambpe.tokenizer import SpecialSet, Tokenizer
 
 #: Below this many characters in total, a batch is encoded in-process.
 PARALLEL_THRESHOLD_CHARS = 4 * 1024 * 1024
@@ -27,7 +27,7 @@ TASK_CHARS = 1024 * 1024
 
 
 def _encode_group(options: dict[str, Any], texts: list[str]) -> list[list[int]]:
-    tokenizer = worker_tokenizer.installed()
+    tokenizer = worker_encoder.installed()
     return [tokenizer.encode(text, **options) for text in texts]
 
 
@@ -62,7 +62,7 @@ def encode_batch(
         return [tokenizer.encode(text, **options) for text in texts]
     groups = _groups(texts)
     results: list[list[int]] = []
-    with process_pool(min(count, len(groups)), worker_tokenizer.install, (tokenizer,)) as pool:
+    with process_pool(min(count, len(groups)), worker_encoder.install, (tokenizer,)) as pool:
         for encoded in ordered_map(
             pool, partial(_encode_group, options), groups, max_in_flight=2 * count
         ):

@@ -31,13 +31,13 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from .progress import Advance, ProgressReporter, as_reporter
-from .streaming import StreamSplitter
+from streambpe._support.progress import Advance, ProgressReporter, as_reporter
+from streambpe.cutting.splitter import StreamSplitter
 
 if TYPE_CHECKING:
-    from .file_encoding import EncodeStats
-    from .tokenizer import Tokenizer
-    from .trainer import Merges, Vocab
+    from streambpe.streaming.file_encoding import EncodeStats
+    from streambpe.tokenizer import Tokenizer
+    from streambpe.train.trainer import Merges, Vocab
 
 #: Largest text slice encoded in one call: a few milliseconds of GIL-holding work.
 SLICE_CHARS = 64 * 1024
@@ -180,11 +180,11 @@ async def aencode_file(
     progress: bool | ProgressReporter = False,
     **options: Any,
 ) -> EncodeStats:
-    """Async :func:`~streambpe.file_encoding.encode_file`: same options, same result.
+    """Async :func:`~streambpe.streaming.file_encoding.encode_file`: same options, same result.
 
     Cancelling the awaiting task stops the workers and leaves no output file.
     """
-    from .file_encoding import encode_file
+    from streambpe.streaming.file_encoding import encode_file
 
     reporter = _CancellableProgress(as_reporter(progress))
     return await anyio.to_thread.run_sync(
@@ -200,8 +200,8 @@ async def atrain_bpe(
     progress: bool | ProgressReporter = False,
     **options: Any,
 ) -> tuple[Vocab, Merges]:
-    """Async :func:`~streambpe.trainer.train_bpe`: same options, cancellable between steps."""
-    from .trainer import train_bpe
+    """Async :func:`~streambpe.train.trainer.train_bpe`: same options, cancellable between steps."""
+    from streambpe.train.trainer import train_bpe
 
     reporter = _CancellableProgress(as_reporter(progress))
     return await anyio.to_thread.run_sync(

@@ -1,9 +1,9 @@
 """``train_bpe``: train a byte-level BPE vocabulary on a file of any size.
 
 The steps, each in its own module: cut the file into byte ranges
-(:mod:`~streambpe.chunking`), count pieces in worker processes
-(:mod:`~streambpe.counting`, optionally cached by :mod:`~streambpe.count_cache`),
-then learn merges (:mod:`~streambpe.merging`).
+(:mod:`~streambpe.cutting.chunks`), count pieces in worker processes
+(:mod:`~streambpe.train.counting`, optionally cached by :mod:`~streambpe.train.count_cache`),
+then learn merges (:mod:`~streambpe.core.merge_loop`).
 
 Vocabulary layout: ids 0-255 are the single bytes, then the special tokens in
 the order given, then one id per merge in creation order; ids are exactly
@@ -26,14 +26,19 @@ from collections.abc import Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
-from .count_cache import WordCountCache, fingerprint_file
-from .counting import DEFAULT_CHUNK_SIZE, DecodeErrors, WordCounts, count_words_in_file
-from .inputs import check_input_file
-from .merging import learn_merges_from_words
-from .patterns import resolve_pattern
-from .pool import resolve_workers
-from .progress import ProgressReporter, as_reporter
-from .specials import validate_special_tokens
+from streambpe.train.count_cache import WordCountCache, fingerprint_file
+from streambpe.train.counting import (
+    DEFAULT_CHUNK_SIZE,
+    DecodeErrors,
+    WordCounts,
+    count_words_in_file,
+)
+from streambpe._support.inputs import check_input_file
+from streambpe.core.merge_loop import learn_merges_from_words
+from streambpe.patterns import resolve_pattern
+from streambpe._support.pool import resolve_workers
+from streambpe._support.progress import ProgressReporter, as_reporter
+from streambpe.cutting.specials import validate_special_tokens
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]

@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from .errors import WorkerError
+from streambpe.errors import WorkerError
 
 TaskT = TypeVar("TaskT")
 ResultT = TypeVar("ResultT")

@@ -5,7 +5,7 @@ Two kinds of place are safe (DESIGN rule 3):
 * the start of a special token, unless another special-token occurrence spans
   that position (the leftmost-longest parse would then differ across the cut);
 * inside a document, and only under the built-in GPT-2/cl100k/o200k patterns,
-  the cuts of :mod:`~streambpe.cuts` (a space after a non-whitespace character,
+  the cuts of :mod:`~streambpe.cutting.rule` (a space after a non-whitespace character,
   a letter after a newline after a non-whitespace character).
 
 A chunk never ends inside a UTF-8 character: every cut sits before a space, a
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .cuts import ByteBuffer, next_safe_byte_cut
+from streambpe.cutting.rule import ByteBuffer, next_safe_byte_cut
 
 
 def _spanned_by_special(data: ByteBuffer, position: int, specials: Sequence[bytes]) -> bool:

@@ -4,7 +4,7 @@ Feeding a text whole or in arbitrary slices must give the same ids (DESIGN
 rule 4). :class:`StreamSplitter` buffers the incoming chunks and releases the
 longest prefix that ends at a safe cut, carrying the unfinished tail into the
 next chunk. A cut is safe at the start of a special token, or, under the
-built-in patterns, at a cut of :mod:`~streambpe.cuts`; never
+built-in patterns, at a cut of :mod:`~streambpe.cutting.rule`; never
 inside a special token, and never so close to the end of the buffer that a
 special token could still be completing there.
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .cuts import last_safe_cut
-from .specials import SpecialTokenScanner
+from streambpe.cutting.rule import last_safe_cut
+from streambpe.cutting.specials import SpecialTokenScanner, spanned_by_special
 
 #: Buffer at least this many characters before looking for a cut, so that
 #: line-by-line input is encoded in blocks rather than line by line.
@@ -48,6 +48,10 @@ class StreamSplitter:
         # Buffer positions below this were searched and are not cuts, for good:
         # whether a position is a cut depends only on the text near it.
         self._searched = 0
+        # A buffer position where the leftmost-longest parse of special tokens is
+        # settled (no match spans it, and no text still to come can change the
+        # matches before it): scanning for specials may restart there.
+        self._settled = 0
 
     def feed(self, chunk: str) -> str:
         """Add ``chunk``; return the longest safely encodable prefix of the buffer (maybe ``""``)."""
@@ -57,19 +61,25 @@ class StreamSplitter:
         self._buffered += len(chunk)
         if self._buffered < self._min_release:
             return ""
-        # Search only the unsearched tail, with enough text before it to judge a cut.
-        window_start = max(0, self._searched - max(self._scanner.max_length, 1))
+        # Search only the unsearched tail, with enough text before it to judge a cut
+        # (two characters for the cut rule, a special token's length for spanning).
+        context = max(self._scanner.max_length, 2)
+        window_start = min(self._settled, max(0, self._searched - context))
         window = self._tail(self._buffered - window_start)
         limit = len(window) - max(self._scanner.max_length - 1, 0)
-        cut, resume = self._last_safe_cut(window, self._searched - window_start, limit)
+        cut, settled = self._last_safe_cut(
+            window, self._searched - window_start, self._settled - window_start, limit
+        )
         if cut is None:
-            self._searched = max(self._searched, window_start + resume)
+            self._searched = max(self._searched, window_start + limit + 1, window_start + settled)
+            self._settled = window_start + settled
             return ""
         buffer = "".join(self._parts)
         cut += window_start
         self._parts = [buffer[cut:]]
         self._buffered = len(buffer) - cut
         self._searched = 0
+        self._settled = 0
         return buffer[:cut]
 
     def finish(self) -> str:
@@ -78,6 +88,7 @@ class StreamSplitter:
         self._parts = []
         self._buffered = 0
         self._searched = 0
+        self._settled = 0
         return rest
 
     def _tail(self, size: int) -> str:
@@ -93,37 +104,38 @@ class StreamSplitter:
         joined = "".join(taken)
         return joined[len(joined) - size :]
 
-    def _spanned(self, text: str, position: int) -> bool:
-        # A special-token occurrence that starts before ``position`` and ends after it.
-        for token in self._scanner.tokens:
-            found = text.find(token, max(0, position - len(token) + 1), position + len(token) - 1)
-            if 0 <= found < position:
-                return True
-        return False
-
-    def _last_safe_cut(self, window: str, first: int, limit: int) -> tuple[int | None, int]:
+    def _last_safe_cut(
+        self, window: str, first: int, settled: int, limit: int
+    ) -> tuple[int | None, int]:
         """The last cut in ``window[first : limit + 1]`` (never position 0), or None; and
-        where the next search may resume if there is none.
+        the next settled position.
 
-        A special token starting at or before ``limit`` lies wholly inside the
-        window, so no text still to come can change how it matches. The scan for
-        specials starts at ``first``, where no earlier match reaches: it then
-        follows the same leftmost-longest parse as a scan of the whole buffer.
+        A special token starting before ``limit`` lies wholly inside the window,
+        so no text still to come can change how it matches. The scan for specials
+        starts at ``settled``, where no match reaches across: it then follows the
+        same leftmost-longest parse as a scan of the whole buffer.
         """
         best: int | None = None
-        resume = limit + 1
         lowest = max(first, 1)
+        tokens = self._scanner.tokens
         if self._space_cuts:
             best = last_safe_cut(window, lowest, limit)
-            while best is not None and self._spanned(window, best):
+            while best is not None and spanned_by_special(window, best, tokens):
                 best = last_safe_cut(window, lowest, best - 1)
+        next_settled = max(limit, settled)
         if self._scanner:
-            for match in reversed(self._scanner.matches(window, first)):
+            matches = self._scanner.matches(window, settled)
+            for match in reversed(matches):
+                if match.start >= limit:
+                    continue
+                # The last match that starts before ``limit`` is final: the parse is
+                # settled at its end if it reaches past ``limit``.
+                next_settled = max(next_settled, match.end)
+                break
+            for match in reversed(matches):
                 if match.start > limit:
                     continue
                 if match.start >= lowest:
                     best = match.start if best is None else max(best, match.start)
-                else:  # a special at the very start: the next search resumes after it
-                    resume = max(resume, match.end)
                 break
-        return best, resume
+        return best, next_settled

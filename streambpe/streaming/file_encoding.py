@@ -1,7 +1,7 @@
 """Encode a file of any size into a ``.bin`` of token ids, in constant memory.
 
 The file is memory-mapped and cut where a cut cannot change any id (the same
-cutting as training, :mod:`~streambpe.chunking`). Chunks go to a process pool;
+cutting as training, :mod:`~streambpe.cutting.chunks`). Chunks go to a process pool;
 results come back in input order with a bounded number in flight and are
 written as raw little-endian ids with no header (what nanoGPT-style loaders read
 with ``numpy.memmap``). The output is written to a temporary file and renamed
@@ -32,17 +32,17 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import worker_tokenizer
-from .atomic import atomic_write
-from .chunking import find_chunk_boundaries
-from .counting import ByteRange, DecodeErrors, decode_chunk, read_range
-from .inputs import check_input_file
-from .patterns import SPACE_SPLITTABLE_PATTERNS
-from .pool import ordered_map, process_pool, resolve_workers
-from .progress import ProgressReporter, as_reporter
+from streambpe.streaming import worker_encoder
+from streambpe._support.atomic import atomic_write
+from streambpe.cutting.chunks import find_chunk_boundaries
+from streambpe.train.counting import ByteRange, DecodeErrors, decode_chunk, read_range
+from streambpe._support.inputs import check_input_file
+from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
+from streambpe._support.pool import ordered_map, process_pool, resolve_workers
+from streambpe._support.progress import ProgressReporter, as_reporter
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+    from streambpe.tokenizer import Tokenizer
 
 #: Bytes of input per task: big enough to amortize the hand-off, small enough that a
 #: worker's decoded text, pieces and ids stay small (1 MiB rather than 2 MiB took
@@ -124,7 +124,7 @@ def _encode_range(tokenizer: Tokenizer, task: _EncodeTask) -> tuple[int, bytes]:
 
 def _encode_task(task: _EncodeTask) -> tuple[int, bytes]:
     """One task in a pool worker, with the tokenizer its initializer installed."""
-    return _encode_range(worker_tokenizer.installed(), task)
+    return _encode_range(worker_encoder.installed(), task)
 
 
 def plan_encode_ranges(
@@ -170,9 +170,7 @@ def iter_encoded_chunks(
             # In this process, with no global state: concurrent calls cannot mix tokenizers.
             results = ordered_map(None, partial(_encode_range, tokenizer), tasks, max_in_flight=1)
         else:
-            pool = cleanup.enter_context(
-                process_pool(count, worker_tokenizer.install, (tokenizer,))
-            )
+            pool = cleanup.enter_context(process_pool(count, worker_encoder.install, (tokenizer,)))
             results = ordered_map(pool, _encode_task, tasks, max_in_flight=2 * count)
         for task, result in zip(tasks, results, strict=True):
             advance(task.byte_range.end - task.byte_range.start)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+    from streambpe.tokenizer import Tokenizer
 
 _tokenizer: Tokenizer | None = None
 

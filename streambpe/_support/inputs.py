@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import InvalidUTF8Error
+from streambpe.errors import InvalidUTF8Error
 
 _READ_BLOCK = 1 << 20
 

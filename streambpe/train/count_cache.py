@@ -23,8 +23,8 @@ from pathlib import Path
 
 import xxhash
 
-from .atomic import atomic_write
-from .counting import WordCounts
+from streambpe._support.atomic import atomic_write
+from streambpe.train.counting import WordCounts
 
 _FORMAT_VERSION = 1
 _READ_BLOCK = 8 * 1024 * 1024
