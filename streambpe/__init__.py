@@ -8,34 +8,50 @@ pipelines or the shell::
     >>> tok = streambpe.Tokenizer(vocab, merges, ["<|endoftext|>"])  # doctest: +SKIP
     >>> tok.decode(tok.encode("Hello world"))  # doctest: +SKIP
     'Hello world'
+
+>>> backend() in ("native", "python")
+True
 """
 
 from __future__ import annotations
 
-from streambpe import patterns
-from streambpe.streaming.aio import aencode_file, aencode_iterable, atrain_bpe, flatten
-from streambpe.errors import FormatError, InvalidUTF8Error, StreamBPEError, WorkerError
-from streambpe.streaming.file_encoding import EncodeStats, encode_file, iter_file_ids
+from streambpe import core, patterns
+from streambpe.errors import (
+    EmptyInputError,
+    FormatError,
+    InvalidUTF8Error,
+    ParameterError,
+    StreamBPEError,
+    UnknownTokenError,
+    VocabSizeWarning,
+    WorkerError,
+)
+from streambpe.streaming.file_encoding import EncodeStats
 from streambpe.tokenizer import Tokenizer
-from streambpe.train.trainer import VocabSizeWarning, train_bpe
+from streambpe.train.trainer import atrain_bpe, train_bpe
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+def backend() -> str:
+    """The name of the backend running the hot loops: ``"native"`` (compiled) or ``"python"``."""
+    return core.active_backend().name
+
 
 __all__ = [
+    "EmptyInputError",
     "EncodeStats",
     "FormatError",
     "InvalidUTF8Error",
+    "ParameterError",
     "StreamBPEError",
     "Tokenizer",
+    "UnknownTokenError",
     "VocabSizeWarning",
     "WorkerError",
     "__version__",
-    "aencode_file",
-    "aencode_iterable",
     "atrain_bpe",
-    "encode_file",
-    "flatten",
-    "iter_file_ids",
+    "backend",
     "patterns",
     "train_bpe",
 ]

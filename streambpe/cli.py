@@ -1,8 +1,9 @@
 """The ``streambpe`` command line: ``train``, ``encode``, ``decode``, ``info``.
 
-Progress and messages go to stderr; data goes to stdout or files. Errors print
-one line (``streambpe: error: ...``) and exit with status 1; Ctrl-C exits 130
-after cleaning up.
+Progress and messages go to stderr; data goes to stdout or files. streambpe's
+own errors and ``OSError`` print one line (``streambpe: error: ...``) and exit
+with status 1; usage errors exit 2 (argparse's convention); Ctrl-C exits 130
+after cleaning up. Any other exception is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -16,24 +17,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from streambpe import __version__
+from streambpe import __version__, backend
 from streambpe._support.atomic import atomic_write
-from streambpe.errors import StreamBPEError
-from streambpe.streaming.file_encoding import (
-    DTYPES,
-    choose_dtype,
-    encode_file,
-    ids_to_bytes,
-    iter_file_ids,
-)
-from streambpe.formats import FORMATS
-from streambpe._support.inputs import decode_stream
 from streambpe._support.progress import (
     BarProgress,
     JsonLinesProgress,
     ProgressReporter,
     SilentProgress,
 )
+from streambpe._support.utf8 import decode_utf8_stream
+from streambpe.errors import FormatError, StreamBPEError
+from streambpe.formats import FORMATS
+from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
 from streambpe.tokenizer import Tokenizer
 from streambpe.train.trainer import train_bpe
 
@@ -115,8 +110,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     decode.add_argument("-o", "--output", type=Path, help="write the text here (else stdout)")
 
-    info = commands.add_parser("info", help="describe a tokenizer directory")
-    info.add_argument("tokenizer", type=Path)
+    info = commands.add_parser(
+        "info", help="show the version and backend, and describe a tokenizer directory if given"
+    )
+    info.add_argument("tokenizer", type=Path, nargs="?", help="a tokenizer directory")
     return parser
 
 
@@ -162,8 +159,7 @@ def _run_train(args: argparse.Namespace) -> int:
 def _run_encode(args: argparse.Namespace) -> int:
     tokenizer = Tokenizer.load(args.tokenizer)
     if args.output is not None and args.input != "-":
-        stats = encode_file(
-            tokenizer,
+        stats = tokenizer.encode_file(
             args.input,
             args.output,
             workers=args.workers,
@@ -187,10 +183,11 @@ def _run_encode(args: argparse.Namespace) -> int:
         )
         return 0
     if args.input == "-":
-        batches = tokenizer.iter_id_batches(decode_stream(sys.stdin.buffer, "<stdin>", args.errors))
+        batches = tokenizer.iter_id_batches(
+            decode_utf8_stream(sys.stdin.buffer, "<stdin>", args.errors)
+        )
     else:
-        batches = iter_file_ids(
-            tokenizer,
+        batches = tokenizer.iter_file_ids(
             args.input,
             workers=args.workers,
             errors=args.errors,
@@ -225,9 +222,11 @@ def _binary_ids(stream: BinaryIO, dtype: str) -> Iterator[list[int]]:
             values.byteswap()
         yield values.tolist()
     if leftover:
-        raise ValueError(
+        raise FormatError(
+            getattr(stream, "name", "<input>"),
+            None,
             f"the id file ends with {len(leftover)} stray byte(s): it is not a whole number "
-            f"of {dtype} ids (wrong --dtype?)"
+            f"of {dtype} ids (wrong --dtype?)",
         )
 
 
@@ -236,8 +235,8 @@ def _text_ids(stream: TextIO) -> Iterator[list[int]]:
         try:
             yield [int(field) for field in line.split()]
         except ValueError:
-            raise ValueError(
-                f"stdin line {line_number}: expected whitespace-separated integer ids"
+            raise FormatError(
+                "<stdin>", None, f"line {line_number}: expected whitespace-separated integer ids"
             ) from None
 
 
@@ -267,19 +266,16 @@ def _run_decode(args: argparse.Namespace) -> int:
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    tokenizer = Tokenizer.load(args.tokenizer)
-    print(
-        json.dumps(
-            {
-                "n_vocab": tokenizer.n_vocab,
-                "special_tokens": tokenizer.special_tokens,
-                "pattern": tokenizer.pattern,
-                "merges": len(tokenizer.merges),
-            },
-            ensure_ascii=False,
-            indent=2,
-        )
-    )
+    described: dict[str, object] = {"version": __version__, "backend": backend()}
+    if args.tokenizer is not None:
+        tokenizer = Tokenizer.load(args.tokenizer)
+        described |= {
+            "n_vocab": tokenizer.n_vocab,
+            "special_tokens": tokenizer.special_tokens,
+            "pattern": tokenizer.pattern,
+            "merges": len(tokenizer.merges),
+        }
+    print(json.dumps(described, ensure_ascii=False, indent=2))
     return 0
 
 
@@ -299,7 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except (StreamBPEError, OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"streambpe: error: {message}", file=sys.stderr)
+    except StreamBPEError as exc:
+        print(f"streambpe: error: {exc.for_cli()}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"streambpe: error: {exc}", file=sys.stderr)
         return 1

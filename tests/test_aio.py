@@ -43,6 +43,7 @@ from streaming_helpers import (
 import streambpe
 import streambpe.streaming.aio
 from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
+from streambpe.streaming.aio import flatten
 from streambpe.tokenizer import Tokenizer
 
 BACKENDS = ["asyncio", "trio"]
@@ -80,10 +81,7 @@ async def encode_both_ways(
     batches = [batch async for batch in tok.aencode_iterable(make_source(kind, chunks))]
     assert all(isinstance(batch, list) for batch in batches)
     joined = [token for batch in batches for token in batch]
-    flat = [
-        token
-        async for token in streambpe.streaming.aio.flatten(tok.aencode_iterable(make_source(kind, chunks)))
-    ]
+    flat = [token async for token in flatten(tok.aencode_iterable(make_source(kind, chunks)))]
     return joined, flat
 
 
@@ -408,9 +406,7 @@ async def test_aencode_file_matches_encode_file(gpt2_tok: Tokenizer, tmp_path: P
     """``aencode_file`` writes the very bytes ``encode_file`` writes, with the same stats."""
     source = tmp_path / "in.txt"
     source.write_bytes(make_text(300_000, seed=8).encode("utf-8"))
-    sync_stats = streambpe.encode_file(
-        gpt2_tok, source, tmp_path / "sync.bin", workers=2, chunk_size=50_000
-    )
+    sync_stats = gpt2_tok.encode_file(source, tmp_path / "sync.bin", workers=2, chunk_size=50_000)
     async_stats = await gpt2_tok.aencode_file(
         source, tmp_path / "async.bin", workers=2, chunk_size=50_000
     )

@@ -100,11 +100,11 @@ def test_large_batch_in_parallel_keeps_order(
 
 
 def test_keywords_reach_the_workers(gpt2_tok: Tokenizer, parallel: PoolSpy) -> None:
-    """``allowed_special=set()`` makes ``<|endoftext|>`` plain text in every worker, as in ``encode``."""
+    """``disallowed_special=()`` makes ``<|endoftext|>`` plain text in every worker, as in ``encode``."""
     texts = [f"doc {i} {EOT} " + make_text(500 + 7 * i, seed=i % 3) for i in range(60)]
-    plain = gpt2_tok.encode_batch(texts, allowed_special=set(), workers=2)
+    plain = gpt2_tok.encode_batch(texts, disallowed_special=(), workers=2)
     assert parallel.workers, "the batch should have taken the parallel path"
-    assert plain == [gpt2_tok.encode(t, allowed_special=set()) for t in texts]
+    assert plain == [gpt2_tok.encode(t, disallowed_special=()) for t in texts]
     assert all(50256 not in ids for ids in plain)
     special = gpt2_tok.encode_batch(texts, workers=2)
     assert all(50256 in ids for ids in special)

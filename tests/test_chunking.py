@@ -19,9 +19,10 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streambpe.cutting.byte_ranges import plan_byte_ranges
 from streambpe.cutting.chunks import find_chunk_boundaries
-from streambpe.train.counting import count_words_in_file, count_words_in_text, plan_byte_ranges
-from streambpe.patterns import CL100K, GPT2, O200K
+from streambpe.patterns import CL100K, GPT2, O200K, SPACE_SPLITTABLE_PATTERNS
+from streambpe.train.counting import count_words_in_file, count_words_in_text
 
 PiecesOracle = Callable[[str, str, Sequence[str]], list[str]]
 
@@ -217,7 +218,10 @@ def test_file_without_specials_is_cut_into_bounded_ranges(
     path = _write(str(tmp_path), text)
     chunk_size = 4096
     ranges = plan_byte_ranges(
-        str(path), BUILTIN_PATTERNS[pattern_name], [], chunk_size=chunk_size, errors="strict"
+        path,
+        chunk_size=chunk_size,
+        special_tokens=[],
+        space_cuts=BUILTIN_PATTERNS[pattern_name] in SPACE_SPLITTABLE_PATTERNS,
     )
     size = path.stat().st_size
     assert len(ranges) >= size // (2 * chunk_size)
@@ -231,7 +235,9 @@ def test_custom_pattern_is_cut_only_at_specials(tmp_path: Path) -> None:
     pattern = r"\w+ ?|\W"  # a piece swallows the space after it: a space cut would be wrong
     text = ("one two three " * 200 + EOT) * 3
     path = _write(str(tmp_path), text)
-    ranges = plan_byte_ranges(str(path), pattern, [EOT], chunk_size=64, errors="strict")
+    ranges = plan_byte_ranges(
+        path, chunk_size=64, special_tokens=[EOT], space_cuts=pattern in SPACE_SPLITTABLE_PATTERNS
+    )
     assert [r.start for r in ranges] == [0, 2800, 5613, 8426]
     got = count_words_in_file(path, pattern=pattern, special_tokens=[EOT], chunk_size=1)
     assert got == {"one ": 600, "two ": 600, "three ": 600}

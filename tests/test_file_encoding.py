@@ -39,8 +39,8 @@ from streaming_helpers import (
 
 import streambpe
 import streambpe.streaming.file_encoding
-from streambpe.errors import InvalidUTF8Error, WorkerError
 from streambpe._support.progress import Advance
+from streambpe.errors import InvalidUTF8Error, WorkerError
 from streambpe.tokenizer import Tokenizer
 
 
@@ -91,7 +91,7 @@ def test_encode_file_equals_encode(
     """The ``.bin`` holds ``encode(whole file)`` as uint16, whatever the workers and chunk size."""
     source = inputs[content]
     output = tmp_path / "out.bin"
-    stats = streambpe.encode_file(gpt2_tok, source, output, workers=workers, chunk_size=chunk_size)
+    stats = gpt2_tok.encode_file(source, output, workers=workers, chunk_size=chunk_size)
     expected = gpt2_tok.encode(source.read_bytes().decode("utf-8"))
     assert read_ids(output, "uint16") == expected
     assert output.stat().st_size == 2 * len(expected)
@@ -110,7 +110,7 @@ def test_iter_file_ids_yields_the_ids_without_writing(
     """``iter_file_ids`` gives the same ids, in chunks, and writes nothing anywhere."""
     source = inputs["multilingual"]
     before = listing(source.parent)
-    chunks = list(streambpe.iter_file_ids(gpt2_tok, source, workers=workers, chunk_size=20_000))
+    chunks = list(gpt2_tok.iter_file_ids(source, workers=workers, chunk_size=20_000))
     assert len(chunks) > 2
     assert [i for chunk in chunks for i in chunk] == gpt2_tok.encode(
         source.read_bytes().decode("utf-8")
@@ -123,7 +123,7 @@ def test_abandoned_iter_file_ids_stops_its_workers(
 ) -> None:
     """Closing the generator after one chunk shuts the pool down: no child process survives."""
     children = child_pids()
-    chunks = streambpe.iter_file_ids(gpt2_tok, inputs["multilingual"], workers=2, chunk_size=5000)
+    chunks = gpt2_tok.iter_file_ids(inputs["multilingual"], workers=2, chunk_size=5000)
     assert next(chunks)
     assert new_children(children), "the pool should be running while chunks are pending"
     chunks.close()  # type: ignore[attr-defined]
@@ -163,9 +163,7 @@ def test_any_chunk_size_gives_encode(vocabulary: str, text: str, chunk_size: int
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "in.txt"
         source.write_bytes(text.encode("utf-8"))
-        stats = streambpe.encode_file(
-            tok, source, Path(folder) / "out.bin", workers=1, chunk_size=chunk_size
-        )
+        stats = tok.encode_file(source, Path(folder) / "out.bin", workers=1, chunk_size=chunk_size)
         assert read_ids(Path(folder) / "out.bin", stats.dtype) == tok.encode(text)
 
 
@@ -185,7 +183,7 @@ def test_cl100k_ids_are_written_as_uint32(inputs: dict[str, Path], tmp_path: Pat
     """A vocabulary past 65536 ids gets uint32 by default, with the right ids."""
     tok = _tokenizers("cl100k")
     source = inputs["many-endoftext"]
-    stats = streambpe.encode_file(tok, source, tmp_path / "out.bin", workers=2, chunk_size=10_000)
+    stats = tok.encode_file(source, tmp_path / "out.bin", workers=2, chunk_size=10_000)
     expected = tok.encode(source.read_bytes().decode("utf-8"))
     assert stats.dtype == "uint32"
     assert max(expected) == 100257
@@ -197,7 +195,7 @@ def test_special_id_above_65535_switches_to_uint32(inputs: dict[str, Path], tmp_
     tok = r50k_tokenizer(eot_id=70000)
     assert tok.n_vocab == 70001
     source = inputs["many-endoftext"]
-    stats = streambpe.encode_file(tok, source, tmp_path / "out.bin", workers=2, chunk_size=10_000)
+    stats = tok.encode_file(source, tmp_path / "out.bin", workers=2, chunk_size=10_000)
     ids = read_ids(tmp_path / "out.bin", "uint32")
     assert stats.dtype == "uint32"
     assert ids == tok.encode(source.read_bytes().decode("utf-8"))
@@ -211,7 +209,7 @@ def test_uint16_requested_for_a_large_vocab_fails_before_writing(
     """``dtype='uint16'`` with ids up to 70000 raises ValueError and creates no file at all."""
     tok = r50k_tokenizer(eot_id=70000)
     with pytest.raises(ValueError, match=r"do not fit dtype uint16.*uint32"):
-        streambpe.encode_file(tok, inputs["many-endoftext"], tmp_path / "out.bin", dtype="uint16")
+        tok.encode_file(inputs["many-endoftext"], tmp_path / "out.bin", dtype="uint16")
     assert listing(tmp_path) == set()
 
 
@@ -220,7 +218,7 @@ def test_unknown_dtype_is_rejected(
 ) -> None:
     """A dtype name that is not offered is named in the error, nothing written."""
     with pytest.raises(ValueError, match="int8"):
-        streambpe.encode_file(gpt2_tok, inputs["multilingual"], tmp_path / "out.bin", dtype="int8")
+        gpt2_tok.encode_file(inputs["multilingual"], tmp_path / "out.bin", dtype="int8")
     assert listing(tmp_path) == set()
 
 
@@ -256,14 +254,14 @@ def test_missing_input(gpt2_tok: Tokenizer, tmp_path: Path, output: Path) -> Non
         leaves_nothing_behind(output.parent, output),
         pytest.raises(FileNotFoundError, match=r"input file not found.*nope\.txt"),
     ):
-        streambpe.encode_file(gpt2_tok, tmp_path / "nope.txt", output)
+        gpt2_tok.encode_file(tmp_path / "nope.txt", output)
 
 
 def test_empty_input(gpt2_tok: Tokenizer, tmp_path: Path, output: Path) -> None:
     """An empty input is a ValueError saying so, not an empty ``.bin``."""
     (tmp_path / "empty.txt").write_bytes(b"")
     with leaves_nothing_behind(output.parent, output), pytest.raises(ValueError, match="empty"):
-        streambpe.encode_file(gpt2_tok, tmp_path / "empty.txt", output)
+        gpt2_tok.encode_file(tmp_path / "empty.txt", output)
 
 
 def test_input_is_a_directory(gpt2_tok: Tokenizer, tmp_path: Path, output: Path) -> None:
@@ -272,7 +270,7 @@ def test_input_is_a_directory(gpt2_tok: Tokenizer, tmp_path: Path, output: Path)
         leaves_nothing_behind(output.parent, output),
         pytest.raises(IsADirectoryError, match="directory"),
     ):
-        streambpe.encode_file(gpt2_tok, tmp_path, output)
+        gpt2_tok.encode_file(tmp_path, output)
 
 
 def test_output_directory_missing(
@@ -280,7 +278,7 @@ def test_output_directory_missing(
 ) -> None:
     """An output path in a missing directory fails up front, naming the directory."""
     with pytest.raises(FileNotFoundError, match="output directory does not exist"):
-        streambpe.encode_file(gpt2_tok, inputs["multilingual"], tmp_path / "no" / "out.bin")
+        gpt2_tok.encode_file(inputs["multilingual"], tmp_path / "no" / "out.bin")
     assert not (tmp_path / "no").exists()
 
 
@@ -311,7 +309,7 @@ def test_invalid_utf8_names_the_absolute_byte_offset(
     """InvalidUTF8Error carries the path and the offset in the *file*, not in the chunk."""
     source, _data, expected_offset = _with_bad_bytes(tmp_path, offset, bad)
     with leaves_nothing_behind(output.parent, output), pytest.raises(InvalidUTF8Error) as caught:
-        streambpe.encode_file(gpt2_tok, source, output, workers=workers, chunk_size=8192)
+        gpt2_tok.encode_file(source, output, workers=workers, chunk_size=8192)
     assert caught.value.byte_offset == expected_offset
     assert caught.value.path == str(source)
     assert f"byte offset {expected_offset}" in str(caught.value)
@@ -324,17 +322,13 @@ def test_errors_replace_substitutes_u_fffd(
 ) -> None:
     """``errors='replace'`` encodes the text Python's ``'replace'`` decoding gives (U+FFFD ids)."""
     source, data, _offset = _with_bad_bytes(tmp_path, 100_000, b"\xe6\x97\xff \x80")
-    stats = streambpe.encode_file(
-        gpt2_tok, source, tmp_path / "out.bin", workers=workers, chunk_size=8192, errors="replace"
+    stats = gpt2_tok.encode_file(
+        source, tmp_path / "out.bin", workers=workers, chunk_size=8192, errors="replace"
     )
     replaced = data.decode("utf-8", errors="replace")
     assert "\ufffd" in replaced
     assert read_ids(tmp_path / "out.bin", stats.dtype) == gpt2_tok.encode(replaced)
-    ids = list(
-        streambpe.iter_file_ids(
-            gpt2_tok, source, workers=workers, chunk_size=8192, errors="replace"
-        )
-    )
+    ids = list(gpt2_tok.iter_file_ids(source, workers=workers, chunk_size=8192, errors="replace"))
     assert [i for chunk in ids for i in chunk] == gpt2_tok.encode(replaced)
 
 
@@ -354,9 +348,7 @@ def test_dying_worker_raises_worker_error(
     """A worker killed mid-task surfaces as WorkerError; the pool is torn down, nothing written."""
     monkeypatch.setattr(streambpe.streaming.file_encoding, "_encode_task", _die_in_worker)
     with leaves_nothing_behind(output.parent, output), pytest.raises(WorkerError, match="died"):
-        streambpe.encode_file(
-            gpt2_tok, inputs["multilingual"], output, workers=2, chunk_size=10_000
-        )
+        gpt2_tok.encode_file(inputs["multilingual"], output, workers=2, chunk_size=10_000)
 
 
 class InterruptOnSecondStep:
@@ -382,8 +374,7 @@ def test_ctrl_c_mid_way(
     """KeyboardInterrupt in the parent propagates as itself; no output, no temp file, no worker left."""
     reporter = InterruptOnSecondStep()
     with leaves_nothing_behind(output.parent, output), pytest.raises(KeyboardInterrupt):
-        streambpe.encode_file(
-            gpt2_tok,
+        gpt2_tok.encode_file(
             inputs["multilingual"],
             output,
             workers=workers,
@@ -403,7 +394,7 @@ ranks = tiktoken.load.load_tiktoken_bpe(sys.argv[1])
 tok = streambpe.Tokenizer.from_ranks(
     ranks, pattern=streambpe.patterns.GPT2, special_tokens={"<|endoftext|>": 50256}
 )
-stats = streambpe.encode_file(tok, sys.argv[2], sys.argv[3], workers=2)
+stats = tok.encode_file(sys.argv[2], sys.argv[3], workers=2)
 print(stats.tokens)
 """
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from streambpe.core.bpe import merge_piece
-from streambpe.formats.byte_unicode import bytes_to_unicode, decode_token, encode_token
 from streambpe.errors import FormatError
 from streambpe.formats import FORMATS, TokenizerFiles, load_tokenizer, save_tokenizer
+from streambpe.formats.byte_unicode import bytes_to_unicode, decode_token, encode_token
 from streambpe.formats.gpt2 import read_gpt2, read_merges, write_gpt2
 from streambpe.formats.hf_json import read_hf_json, write_hf_json
 from streambpe.formats.tiktoken_file import (

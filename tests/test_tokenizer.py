@@ -23,7 +23,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import streambpe.tokenizer
+import streambpe.encode.encoder
 from streambpe import patterns
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
@@ -398,7 +398,7 @@ def eager_release(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
 
     def set_min_release(characters: int) -> None:
         monkeypatch.setattr(
-            streambpe.tokenizer,
+            streambpe.encode.encoder,
             "StreamSplitter",
             functools.partial(StreamSplitter, min_release=characters),
         )

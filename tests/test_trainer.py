@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 import streambpe
 import streambpe.train.counting
 import streambpe.train.trainer
-from streambpe.train.counting import ByteRange
 from streambpe.errors import InvalidUTF8Error, WorkerError
 from streambpe.patterns import CL100K, GPT2, O200K
+from streambpe.train.counting import CountTask
 from streambpe.train.trainer import VocabSizeWarning, train_bpe
 
 PiecesOracle = Callable[[str, str, Sequence[str]], list[str]]
@@ -93,21 +93,21 @@ class CacheMissError(Exception):
 STALL_SECONDS = 12
 
 
-def _crash_on_first_range(byte_ranges: Sequence[ByteRange]) -> dict[str, int]:
+def _crash_on_first_range(task: CountTask) -> dict[str, int]:
     """Stand-in for counting: the task holding the first range kills its worker, others stall."""
-    if byte_ranges[0].start == 0:
+    if task.ranges[0].start == 0:
         os._exit(1)
     time.sleep(STALL_SECONDS)
     return {}
 
 
-def _stall_after_first_range(byte_ranges: Sequence[ByteRange]) -> dict[str, int]:
+def _stall_after_first_range(task: CountTask) -> dict[str, int]:
     """Stand-in for counting: the first task is counted at once, the others stall.
 
     Stalled workers are still busy when the test interrupts: only killing them
     makes them go away within the test's wait.
     """
-    if byte_ranges[0].start > 0:
+    if task.ranges[0].start > 0:
         time.sleep(STALL_SECONDS)
     return {}
 
@@ -465,7 +465,7 @@ def test_dead_worker_raises_worker_error_and_leaves_no_children(
     """Guards rule 8: a worker killed mid-task becomes WorkerError; no process is orphaned."""
     path = _write(tmp_path / "corpus.txt", "some words to count " * 2000)
     before = _child_pids()
-    monkeypatch.setattr(streambpe.train.counting, "count_words_in_ranges", _crash_on_first_range)
+    monkeypatch.setattr(streambpe.train.counting, "run_count_task", _crash_on_first_range)
     started = time.monotonic()
     with pytest.raises(WorkerError, match="worker"):
         train_bpe(path, 300, [EOT], workers=2, chunk_size=1024)
@@ -483,7 +483,7 @@ def test_keyboard_interrupt_propagates_and_leaves_no_children(
     def interrupt(total: object, part: object) -> NoReturn:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(streambpe.train.counting, "count_words_in_ranges", _stall_after_first_range)
+    monkeypatch.setattr(streambpe.train.counting, "run_count_task", _stall_after_first_range)
     monkeypatch.setattr(streambpe.train.counting, "add_word_counts", interrupt)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):

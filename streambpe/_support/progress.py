@@ -105,6 +105,30 @@ class JsonLinesProgress:
         self._emit(name, done, total, unit, started)
 
 
+class CancellableProgress:
+    """Wraps a reporter so every progress step checks for cancellation of the awaiting task.
+
+    For work that an async function runs in a worker thread (through anyio):
+    cancelling the awaiting task raises inside the thread at the next step,
+    which unwinds pools and removes temporary outputs.
+    """
+
+    def __init__(self, inner: ProgressReporter) -> None:
+        self.inner = inner
+
+    @contextmanager
+    def stage(self, name: str, *, total: int | None, unit: str) -> Iterator[Advance]:
+        import anyio.from_thread  # imported lazily: only async callers need it
+
+        with self.inner.stage(name, total=total, unit=unit) as advance:
+
+            def step(amount: int) -> None:
+                anyio.from_thread.check_cancelled()
+                advance(amount)
+
+            yield step
+
+
 def as_reporter(progress: bool | ProgressReporter) -> ProgressReporter:
     """``True`` -> a tqdm bar, ``False`` -> silence, a reporter -> itself."""
     if progress is True:

@@ -32,9 +32,11 @@ def check_errors_policy(errors: str) -> DecodeErrors:
     >>> check_errors_policy("replace")
     'replace'
     """
-    if errors == "strict" or errors == "replace":
-        return errors
-    raise ParameterError(f"errors must be 'strict' or 'replace', got {errors!r}", option="errors")
+    if errors == "strict":
+        return "strict"
+    if errors == "replace":
+        return "replace"
+    raise ParameterError(f"errors must be 'strict' or 'replace', got {errors!r}")
 
 
 def decode_utf8(data: bytes, name: str, *, offset: int = 0, errors: DecodeErrors = "strict") -> str:

@@ -1,1 +1,123 @@
-"""."""
+"""The hot kernels behind one seam: the training merge loop and pieces-to-ids encoding.
+
+Each kernel has two implementations with identical results: the pure-Python
+reference (:mod:`~streambpe.core.merge_loop`, :mod:`~streambpe.core.piece_encoder`),
+readable and always available, and a compiled one (``streambpe.core._native``),
+built by ``pip install`` when a C++ compiler is present. This module is the
+only place that chooses between them; every caller goes through
+:func:`active_backend`.
+
+The compiled backend is used when it imports, unless the environment variable
+``STREAMBPE_PURE_PYTHON=1`` is set at import time. Tests and benchmarks switch
+at run time with :func:`select_backend`.
+
+>>> active_backend().name in available_backends()
+True
+>>> with using_backend("python"):
+...     active_backend().learn_merges({"abab": 1}, 2)
+[(b'a', b'b'), (b'ab', b'ab')]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+from streambpe.core import merge_loop
+from streambpe.core.piece_encoder import PieceEncoder
+
+#: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
+MergeCallback = Callable[[], None]
+
+
+class LearnMerges(Protocol):
+    """``learn_merges(word_counts, max_merges, on_merge)``: the merge loop (empties the counts)."""
+
+    def __call__(
+        self, word_counts: dict[str, int], max_merges: int, on_merge: MergeCallback | None = None
+    ) -> list[tuple[bytes, bytes]]: ...
+
+
+class PieceEncoding(Protocol):
+    """What an encoding kernel offers; see :class:`~streambpe.core.piece_encoder.PieceEncoder`."""
+
+    def encode_pieces(self, pieces: list[str], out: list[int]) -> None: ...
+    def encode_bytes(self, piece: bytes) -> list[int]: ...
+    def cache_info(self) -> tuple[int, int, int, int]: ...
+    def clear_cache(self) -> None: ...
+
+
+#: Builds an encoding kernel from (encoder, ranks, cache_size).
+PieceEncodingFactory = Callable[[dict[bytes, int], dict[bytes, int], int], PieceEncoding]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One implementation of the kernels."""
+
+    name: str
+    learn_merges: LearnMerges
+    piece_encoder: PieceEncodingFactory
+
+
+PYTHON = Backend("python", merge_loop.learn_merges, PieceEncoder)
+
+
+def _load_native() -> Backend | None:
+    try:
+        from streambpe.core import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return Backend("native", _native.learn_merges, _native.BytePairEncoder)
+
+
+NATIVE: Backend | None = _load_native()
+_BACKENDS = {backend.name: backend for backend in (PYTHON, NATIVE) if backend is not None}
+
+
+def _initial_backend() -> Backend:
+    # The install step already warned if the compiled core could not be built.
+    if os.environ.get("STREAMBPE_PURE_PYTHON", "") not in ("", "0"):
+        return PYTHON
+    return NATIVE or PYTHON
+
+
+_active = _initial_backend()
+
+
+def active_backend() -> Backend:
+    """The backend every kernel call uses now."""
+    return _active
+
+
+def available_backends() -> list[str]:
+    """Names of the backends this installation has: ``["python"]`` or ``["python", "native"]``."""
+    return list(_BACKENDS)
+
+
+def select_backend(name: str) -> None:
+    """Use backend ``name`` (``"python"`` or ``"native"``) from now on, in this process.
+
+    Meant for tests and benchmarks; results never depend on the backend.
+    """
+    global _active
+    try:
+        _active = _BACKENDS[name]
+    except KeyError:
+        raise ValueError(
+            f"backend {name!r} is not available here; available: {available_backends()}"
+        ) from None
+
+
+@contextmanager
+def using_backend(name: str) -> Iterator[Backend]:
+    """Select backend ``name`` for the duration of a ``with`` block."""
+    previous = _active
+    select_backend(name)
+    try:
+        yield _active
+    finally:
+        select_backend(previous.name)

@@ -11,11 +11,11 @@ State kept between merges, so no step rescans all pairs:
   current count when it reaches the top.
 
 The pair with the highest count is merged; among equal counts the greater pair,
-compared as ``(left_bytes, right_bytes)``, wins (DESIGN rule 1). Only pairs that
+compared as ``(left_bytes, right_bytes)``, wins (``docs/design.md``, "The tie-break"). Only pairs that
 contain the newly made token ever *increase*; all others only decrease, which is
 what makes one heap entry per pair enough.
 
->>> learn_merges({b"low": 5, b"lower": 2, b"newest": 6, b"widest": 3}, 3)
+>>> learn_merges({"low": 5, "lower": 2, "newest": 6, "widest": 3}, 3)
 [(b's', b't'), (b'e', b'st'), (b'o', b'w')]
 """
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -148,18 +148,39 @@ class MergeState:
         return new_id
 
 
+def spell_words(word_counts: dict[str, int]) -> tuple[list[list[int]], list[int]]:
+    """Spell each word as a list of byte values, emptying ``word_counts`` as it goes.
+
+    Single-byte words are dropped: they hold no pair. Popping keeps peak memory
+    near one copy of the words rather than two.
+
+    >>> spell_words({"ab": 2, "c": 5})
+    ([[97, 98]], [2])
+    """
+    words: list[list[int]] = []
+    counts: list[int] = []
+    while word_counts:
+        word, count = word_counts.popitem()
+        spelled = list(word.encode("utf-8"))
+        if len(spelled) > 1:
+            words.append(spelled)
+            counts.append(count)
+    words.reverse()
+    counts.reverse()
+    return words, counts
+
+
 def learn_merges(
-    word_counts: Mapping[bytes, int],
+    word_counts: dict[str, int],
     max_merges: int,
-    *,
     on_merge: MergeCallback | None = None,
 ) -> list[tuple[bytes, bytes]]:
-    """Learn up to ``max_merges`` merges, in order, from byte-string word counts.
+    """Learn up to ``max_merges`` merges, in order, from word counts (which it empties).
 
     Stops early when no pair is left (every word has become a single token).
+    This is the pure-Python backend's entry point (see :mod:`streambpe.core`).
     """
-    words = [list(word) for word in word_counts if len(word) > 1]
-    counts = [count for word, count in word_counts.items() if len(word) > 1]
+    words, counts = spell_words(word_counts)
     return learn_merges_from_words(words, counts, max_merges, on_merge=on_merge)
 
 

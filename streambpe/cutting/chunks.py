@@ -1,6 +1,6 @@
 """Cut a byte buffer into chunks at places where a cut cannot change any result.
 
-Two kinds of place are safe (DESIGN rule 3):
+Two kinds of place are safe (``docs/design.md``, "Safe cuts"):
 
 * the start of a special token, unless another special-token occurrence spans
   that position (the leftmost-longest parse would then differ across the cut);
@@ -21,18 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from streambpe.cutting.rule import ByteBuffer, next_safe_byte_cut
-
-
-def _spanned_by_special(data: ByteBuffer, position: int, specials: Sequence[bytes]) -> bool:
-    """True when some special-token occurrence starts before ``position`` and ends after it."""
-    for special in specials:
-        start = max(0, position - len(special) + 1)
-        while True:
-            found = data.find(special, start, position + len(special) - 1)
-            if found < 0 or found >= position:
-                break
-            return True
-    return False
+from streambpe.cutting.specials import spanned_by_special
 
 
 def _next_special_start(
@@ -47,7 +36,7 @@ def _next_special_start(
     return best
 
 
-def next_safe_cut(
+def next_chunk_cut(
     data: ByteBuffer,
     start: int,
     specials: Sequence[bytes],
@@ -60,27 +49,28 @@ def next_safe_cut(
     Searches ``window`` bytes at a time so a cut near ``start`` is found without
     scanning the rest of the file.
 
-    >>> next_safe_cut(b"ab  cd ef", 1, [], space_cuts=True, window=4)
+    >>> next_chunk_cut(b"ab  cd ef", 1, [], space_cuts=True, window=4)
     2
     """
     length = len(data)
     position = max(start, 1)
     while position < length:
         end = min(length, position + window)
-        candidates = []
-        special_start = _next_special_start(data, position, end, specials)
-        while special_start is not None and _spanned_by_special(data, special_start, specials):
-            special_start = _next_special_start(data, special_start + 1, end, specials)
-        if special_start is not None:
-            candidates.append(special_start)
+        best: int | None = None
         if space_cuts:
-            space = next_safe_byte_cut(data, position, end)
-            while space is not None and _spanned_by_special(data, space, specials):
-                space = next_safe_byte_cut(data, space + 1, end)
-            if space is not None:
-                candidates.append(space)
-        if candidates:
-            return min(candidates)
+            best = next_safe_byte_cut(data, position, end)
+            while best is not None and spanned_by_special(data, best, specials):
+                best = next_safe_byte_cut(data, best + 1, end)
+        # Only a special token starting before the cut found so far can win, so the
+        # search for specials stops there: most cuts are found within a few bytes.
+        special_end = end if best is None else best
+        special_start = _next_special_start(data, position, special_end, specials)
+        while special_start is not None and spanned_by_special(data, special_start, specials):
+            special_start = _next_special_start(data, special_start + 1, special_end, specials)
+        if special_start is not None:
+            best = special_start
+        if best is not None:
+            return best
         position = end
     return None
 
@@ -108,7 +98,7 @@ def find_chunk_boundaries(
     boundaries = [0]
     length = len(data)
     while boundaries[-1] + chunk_size < length:
-        cut = next_safe_cut(
+        cut = next_chunk_cut(
             data, boundaries[-1] + chunk_size, specials, space_cuts=space_cuts, window=chunk_size
         )
         if cut is None:

@@ -29,20 +29,25 @@ _SPACE = 0x20
 _NEWLINE = 0x0A
 
 
+def is_cut_between(two_before: str, before: str, following: str) -> bool:
+    """The rule itself, on the characters around a position (``""`` where there is none).
+
+    Every other function here applies this one to text or to UTF-8 bytes.
+
+    >>> is_cut_between("", "a", " "), is_cut_between("", " ", " "), is_cut_between(".", "\\n", "N")
+    (True, False, True)
+    """
+    if following == " ":
+        return before != "" and not before.isspace()
+    return before == "\n" and two_before != "" and not two_before.isspace() and following.isalpha()
+
+
 def is_safe_cut(text: str, position: int) -> bool:
     """True when ``text`` may be cut before ``position`` (see the module docstring)."""
     if position < 1 or position >= len(text):
         return False
-    following = text[position]
-    before = text[position - 1]
-    if following == " ":
-        return not before.isspace()
-    return (
-        before == "\n"
-        and position >= 2
-        and not text[position - 2].isspace()
-        and following.isalpha()
-    )
+    two_before = text[position - 2] if position >= 2 else ""
+    return is_cut_between(two_before, text[position - 1], text[position])
 
 
 def next_safe_cut(text: str, start: int, end: int | None = None) -> int:
@@ -90,14 +95,15 @@ class ByteBuffer(Protocol):
     def find(self, sub: bytes, start: int = ..., end: int = ..., /) -> int: ...
 
 
-def _character_before(data: ByteBuffer, position: int) -> str:
+def _character_start(data: ByteBuffer, position: int) -> int:
+    """Where the UTF-8 character that ends just before ``position`` starts."""
     start = position - 1
-    # Step back over UTF-8 continuation bytes to the start of the character.
+    # Step back over continuation bytes (0b10xxxxxx) to the character's first byte.
     while (
         start > 0 and position - start < _MAX_UTF8_LENGTH and data[start : start + 1][0] >> 6 == 2
     ):
         start -= 1
-    return data[start:position].decode("utf-8", errors="replace")[-1:]
+    return start
 
 
 def _character_at(data: ByteBuffer, position: int) -> str:
@@ -112,15 +118,16 @@ def is_safe_byte_cut(data: ByteBuffer, position: int) -> bool:
     """
     if position < 1 or position >= len(data):
         return False
-    following = data[position : position + 1][0]
-    if following == _SPACE:
-        return not _character_before(data, position).isspace()
-    if data[position - 1 : position][0] != _NEWLINE or position < 2:
+    # Every cut sits before a space or after a newline: reject the rest without decoding.
+    if data[position : position + 1][0] != _SPACE and data[position - 1 : position][0] != _NEWLINE:
         return False
-    return (
-        not _character_before(data, position - 1).isspace()
-        and _character_at(data, position).isalpha()
-    )
+    before_start = _character_start(data, position)
+    before = data[before_start:position].decode("utf-8", errors="replace")[-1:]
+    two_before = ""
+    if before_start >= 1:
+        two_before_start = _character_start(data, before_start)
+        two_before = data[two_before_start:before_start].decode("utf-8", errors="replace")[-1:]
+    return is_cut_between(two_before, before, _character_at(data, position))
 
 
 def next_safe_byte_cut(data: ByteBuffer, start: int, end: int) -> int | None:

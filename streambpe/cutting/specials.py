@@ -1,7 +1,8 @@
 """Special-token scanning: find special tokens in text, leftmost-longest.
 
-Special tokens are never split and never merged (DESIGN rule 2). When several
-occurrences overlap, the leftmost wins; at the same start, the longest wins.
+Special tokens are never split and never merged. When several occurrences
+overlap, the leftmost wins; at the same start, the longest wins
+(``docs/design.md``, "Special tokens").
 
 pyahocorasick's ``iter_long`` drops valid matches (at the end of the input and
 after some failed partial matches), so the scanner asks ``iter()`` for *every*
@@ -19,7 +20,9 @@ from typing import Any, NamedTuple, Protocol
 
 import ahocorasick
 
-#: Characters scanned per call into pyahocorasick.
+from streambpe.errors import ParameterError
+
+#: Characters scanned per call into pyahocorasick: a bounded time holding the GIL.
 _SCAN_WINDOW = 1 << 16
 
 
@@ -61,7 +64,7 @@ def validate_special_tokens(tokens: Iterable[str] | None) -> list[str]:
     >>> validate_special_tokens(["<s>", "<s>"])
     Traceback (most recent call last):
     ...
-    ValueError: duplicate special token '<s>'; list each special token once
+    streambpe.errors.ParameterError: duplicate special token '<s>'; list each special token once
     """
     if tokens is None:
         return []
@@ -76,9 +79,11 @@ def validate_special_tokens(tokens: Iterable[str] | None) -> list[str]:
         if not isinstance(token, str):
             raise TypeError(f"special token {token!r} is not a str")
         if token == "":
-            raise ValueError("empty special token: a special token needs at least one character")
+            raise ParameterError(
+                "empty special token: a special token needs at least one character"
+            )
         if token in seen:
-            raise ValueError(f"duplicate special token {token!r}; list each special token once")
+            raise ParameterError(f"duplicate special token {token!r}; list each special token once")
         seen.add(token)
         checked.append(token)
     return checked
@@ -112,6 +117,32 @@ class SpecialTokenScanner:
     def __setstate__(self, tokens: tuple[str, ...]) -> None:
         self.__init__(tokens)  # type: ignore[misc]
 
+    def _occurrences(
+        self, text: str, start: int, stop: int
+    ) -> Iterator[list[tuple[int, int, str]]]:
+        """Every occurrence starting in ``text[start:stop]``, one window at a time, as
+        ``(start, -length, token)`` lists (sorted, that is leftmost-longest order).
+
+        Each window is handed to pyahocorasick as its own slice: given the whole
+        text with bounds, it converts the whole text on every call, which made
+        scanning quadratic. A window reaches ``max_length - 1`` characters past
+        its end, so a match that starts in it is seen whole.
+        """
+        automaton = self._automaton
+        if automaton is None:
+            return
+        reach = self.max_length - 1
+        for window_start in range(start, stop, _SCAN_WINDOW):
+            window_stop = min(window_start + _SCAN_WINDOW, stop)
+            window = text[window_start : min(stop, window_stop + reach)]
+            found = []
+            for last, token in automaton.iter(window):
+                begin = window_start + last + 1 - len(token)
+                if begin < window_stop:
+                    found.append((begin, -len(token), token))
+            found.sort()
+            yield found
+
     def matches(self, text: str, start: int = 0, end: int | None = None) -> list[SpecialMatch]:
         """All non-overlapping matches in ``text[start:end]``, leftmost-longest, in order.
 
@@ -120,29 +151,27 @@ class SpecialTokenScanner:
         >>> SpecialTokenScanner(["ab", "abc", "bcd"]).matches("xabcd")
         [SpecialMatch(start=1, end=4, token='abc')]
         """
-        automaton = self._automaton
-        if automaton is None:
-            return []
         stop = len(text) if end is None else end
-        # iter() reports every occurrence with its inclusive end index. It runs
-        # over bounded windows so no single call holds the GIL for long; each
-        # window reaches far enough to see whole the matches that start in it.
-        reach = self.max_length - 1
-        found = []
-        for window_start in range(start, stop, _SCAN_WINDOW):
-            window_end = min(stop, window_start + _SCAN_WINDOW + reach)
-            for last, token in automaton.iter(text, window_start, window_end):
-                begin = last + 1 - len(token)
-                if begin < window_start + _SCAN_WINDOW:
-                    found.append((begin, -len(token), token))
-        found.sort()
         selected: list[SpecialMatch] = []
         cursor = start
-        for begin, negative_length, token in found:
-            if begin >= cursor:
-                cursor = begin - negative_length
-                selected.append(SpecialMatch(begin, cursor, token))
+        for found in self._occurrences(text, start, stop):
+            for begin, negative_length, token in found:
+                if begin >= cursor:
+                    cursor = begin - negative_length
+                    selected.append(SpecialMatch(begin, cursor, token))
         return selected
+
+    def first_match(self, text: str) -> SpecialMatch | None:
+        """The leftmost-longest match in ``text``, or None; stops scanning once found.
+
+        >>> SpecialTokenScanner(["<s>", "<s><s>"]).first_match("a<s><s>")
+        SpecialMatch(start=1, end=7, token='<s><s>')
+        """
+        for found in self._occurrences(text, 0, len(text)):
+            if found:
+                begin, negative_length, token = found[0]
+                return SpecialMatch(begin, begin - negative_length, token)
+        return None
 
     def split(self, text: str) -> Iterator[tuple[str, str | None]]:
         """Yield ``(ordinary_text, special_or_None)`` pairs covering ``text`` in order.

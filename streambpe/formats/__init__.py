@@ -29,12 +29,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streambpe.cutting.specials import validate_special_tokens
 from streambpe.errors import FormatError
 from streambpe.formats.gpt2 import read_gpt2, read_json_file, write_gpt2
 from streambpe.formats.hf_json import read_hf_json, write_hf_json
 from streambpe.formats.tiktoken_file import merges_from_ranks, read_tiktoken, write_tiktoken
 from streambpe.patterns import GPT2
-from streambpe.cutting.specials import validate_special_tokens
 
 __all__ = [
     "FORMATS",

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from streambpe._support.atomic import atomic_write
-from streambpe.formats.byte_unicode import decode_token, encode_token
 from streambpe.errors import FormatError
+from streambpe.formats.byte_unicode import decode_token, encode_token
 
 #: The header line GPT-2's own ``vocab.bpe`` starts with.
 MERGES_HEADER = "#version: 0.2"

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from streambpe._support.atomic import atomic_write
+from streambpe.cutting.specials import validate_special_tokens
 from streambpe.errors import FormatError
 from streambpe.formats.gpt2 import (
     decode_merge,
@@ -46,7 +47,6 @@ from streambpe.formats.gpt2 import (
     read_json_file,
 )
 from streambpe.patterns import CL100K, GPT2
-from streambpe.cutting.specials import validate_special_tokens
 
 # ByteLevel options that leave bytes-to-characters spelling as the only job:
 # no prefix space (it would change ids) and no built-in GPT-2 regex (the Split

@@ -3,8 +3,8 @@
 Starting processes and shipping text to them costs milliseconds, so small
 batches are encoded in this process.
 
->>> from streambpe.tokenizer import Tokenizer
->>> encode_batch(Tokenizer({i: bytes([i]) for i in range(256)}, []), ["a", "bc"])
+>>> from streambpe.encode.encoder import Encoder
+>>> encode_batch(Encoder({i: bytes([i]) for i in range(256)}, {}), ["a", "bc"])
 [[97], [98, 99]]
 """
 
@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from streambpe.streaming import worker_encoder
 from streambpe._support.pool import ordered_map, process_pool, resolve_workers
-
-if TYPE_CHECKING:
-    from streambpe.tokenizer import SpecialSet, Tokenizer
+from streambpe.encode.encoder import UNSET, Encoder, SpecialSet
+from streambpe.streaming import worker_encoder
 
 #: Below this many characters in total, a batch is encoded in-process.
 PARALLEL_THRESHOLD_CHARS = 4 * 1024 * 1024
@@ -27,8 +25,8 @@ TASK_CHARS = 1024 * 1024
 
 
 def _encode_group(options: dict[str, Any], texts: list[str]) -> list[list[int]]:
-    tokenizer = worker_encoder.installed()
-    return [tokenizer.encode(text, **options) for text in texts]
+    encoder = worker_encoder.installed()
+    return [encoder.encode(text, **options) for text in texts]
 
 
 def _groups(texts: Sequence[str]) -> list[list[str]]:
@@ -45,24 +43,29 @@ def _groups(texts: Sequence[str]) -> list[list[str]]:
 
 
 def encode_batch(
-    tokenizer: Tokenizer,
+    encoder: Encoder,
     texts: Sequence[str],
     *,
-    allowed_special: SpecialSet = "all",
-    disallowed_special: SpecialSet = (),
+    allowed_special: SpecialSet | object = UNSET,
+    disallowed_special: SpecialSet | object = UNSET,
     workers: int | None = None,
 ) -> list[list[int]]:
-    """Encode each text (see :meth:`Tokenizer.encode` for the keywords), in order."""
+    """Encode each text (see :meth:`Encoder.encode` for the keywords), in order."""
+    # Keywords left unset stay unset, so encode applies its own defaults.
     options: dict[str, Any] = {
-        "allowed_special": allowed_special,
-        "disallowed_special": disallowed_special,
+        name: value
+        for name, value in (
+            ("allowed_special", allowed_special),
+            ("disallowed_special", disallowed_special),
+        )
+        if value is not UNSET
     }
     count = resolve_workers(workers)
     if count <= 1 or sum(map(len, texts)) < PARALLEL_THRESHOLD_CHARS:
-        return [tokenizer.encode(text, **options) for text in texts]
+        return [encoder.encode(text, **options) for text in texts]
     groups = _groups(texts)
     results: list[list[int]] = []
-    with process_pool(min(count, len(groups)), worker_encoder.install, (tokenizer,)) as pool:
+    with process_pool(min(count, len(groups)), worker_encoder.install, (encoder,)) as pool:
         for encoded in ordered_map(
             pool, partial(_encode_group, options), groups, max_in_flight=2 * count
         ):

@@ -1,25 +1,24 @@
 """Encode a file of any size into a ``.bin`` of token ids, in constant memory.
 
 The file is memory-mapped and cut where a cut cannot change any id (the same
-cutting as training, :mod:`~streambpe.cutting.chunks`). Chunks go to a process pool;
+byte ranges as training, :mod:`~streambpe.cutting.byte_ranges`). Chunks go to a process pool;
 results come back in input order with a bounded number in flight and are
 written as raw little-endian ids with no header (what nanoGPT-style loaders read
 with ``numpy.memmap``). The output is written to a temporary file and renamed
 on success only.
 
 >>> import pathlib, tempfile
->>> from streambpe.tokenizer import Tokenizer
+>>> from streambpe.encode.encoder import Encoder
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (folder / "in.txt").write_text("hi there")
->>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
->>> stats = encode_file(tok, folder / "in.txt", folder / "out.bin", workers=1)
+>>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+>>> stats = encode_file(encoder, folder / "in.txt", folder / "out.bin", workers=1)
 >>> stats.tokens, (folder / "out.bin").stat().st_size
 (8, 16)
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 import time
@@ -28,21 +27,18 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
-from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from streambpe.streaming import worker_encoder
 from streambpe._support.atomic import atomic_write
-from streambpe.cutting.chunks import find_chunk_boundaries
-from streambpe.train.counting import ByteRange, DecodeErrors, decode_chunk, read_range
 from streambpe._support.inputs import check_input_file
-from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
 from streambpe._support.pool import ordered_map, process_pool, resolve_workers
 from streambpe._support.progress import ProgressReporter, as_reporter
-
-if TYPE_CHECKING:
-    from streambpe.tokenizer import Tokenizer
+from streambpe._support.utf8 import DecodeErrors
+from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
+from streambpe.encode.encoder import Encoder
+from streambpe.errors import ParameterError
+from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
+from streambpe.streaming import worker_encoder
 
 #: Bytes of input per task: big enough to amortize the hand-off, small enough that a
 #: worker's decoded text, pieces and ids stay small (1 MiB rather than 2 MiB took
@@ -81,16 +77,17 @@ def choose_dtype(n_vocab: int, requested: str | None = None) -> str:
     >>> choose_dtype(100277, "uint16")
     Traceback (most recent call last):
     ...
-    ValueError: ids up to 100276 do not fit dtype uint16 (max 65535); use dtype='uint32'
+    streambpe.errors.ParameterError: ids up to 100276 do not fit dtype uint16 (max 65535); use dtype='uint32'
     """
     if requested is None:
         return "uint16" if n_vocab - 1 <= DTYPES["uint16"][1] else "uint32"
     if requested not in DTYPES:
-        raise ValueError(f"unknown dtype {requested!r}; choose one of {sorted(DTYPES)}")
+        raise ParameterError(f"unknown dtype {requested!r}; choose one of {sorted(DTYPES)}")
     largest = DTYPES[requested][1]
     if n_vocab - 1 > largest:
-        raise ValueError(
-            f"ids up to {n_vocab - 1} do not fit dtype {requested} (max {largest}); use dtype='uint32'"
+        raise ParameterError(
+            f"ids up to {n_vocab - 1} do not fit dtype {requested} (max {largest})",
+            fix=("dtype", "uint32"),
         )
     return requested
 
@@ -111,39 +108,21 @@ def ids_to_bytes(ids: list[int], dtype: str) -> bytes:
 class _EncodeTask:
     byte_range: ByteRange
     dtype: str
+    errors: DecodeErrors
 
 
-def _encode_range(tokenizer: Tokenizer, task: _EncodeTask) -> tuple[int, bytes]:
-    byte_range = task.byte_range
-    text = decode_chunk(
-        read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
-    )
-    ids = tokenizer.encode(text)
+def _encode_range(encoder: Encoder, task: _EncodeTask) -> tuple[int, bytes]:
+    ids = encoder.encode(read_text(task.byte_range, task.errors))
     return len(ids), ids_to_bytes(ids, task.dtype)
 
 
 def _encode_task(task: _EncodeTask) -> tuple[int, bytes]:
-    """One task in a pool worker, with the tokenizer its initializer installed."""
+    """One task in a pool worker, with the encoder its initializer installed."""
     return _encode_range(worker_encoder.installed(), task)
 
 
-def plan_encode_ranges(
-    tokenizer: Tokenizer, path: Path, *, chunk_size: int, errors: DecodeErrors
-) -> list[ByteRange]:
-    """Cut ``path`` into ranges that encode independently to the ids of the whole file."""
-    specials = list(tokenizer.special_tokens)
-    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        boundaries = find_chunk_boundaries(
-            data, chunk_size, specials, space_cuts=tokenizer.pattern in SPACE_SPLITTABLE_PATTERNS
-        )
-    return [
-        ByteRange(str(path), start, end, tokenizer.pattern, tuple(specials), errors)
-        for start, end in pairwise(boundaries)
-    ]
-
-
 def iter_encoded_chunks(
-    tokenizer: Tokenizer,
+    encoder: Encoder,
     input_path: str | os.PathLike[str],
     *,
     workers: int | None = None,
@@ -157,9 +136,14 @@ def iter_encoded_chunks(
     ``packed_ids`` is little-endian ``dtype``; use :func:`iter_file_ids` for plain ints.
     """
     path = check_input_file(input_path)
-    chosen = choose_dtype(tokenizer.n_vocab, dtype)
-    ranges = plan_encode_ranges(tokenizer, path, chunk_size=chunk_size, errors=errors)
-    tasks = [_EncodeTask(byte_range, chosen) for byte_range in ranges]
+    chosen = choose_dtype(encoder.n_vocab, dtype)
+    ranges = plan_byte_ranges(
+        path,
+        chunk_size=chunk_size,
+        special_tokens=list(encoder.special_tokens),
+        space_cuts=encoder.pattern in SPACE_SPLITTABLE_PATTERNS,
+    )
+    tasks = [_EncodeTask(byte_range, chosen, errors) for byte_range in ranges]
     count = min(resolve_workers(workers), len(tasks))
     reporter = as_reporter(progress)
     with (
@@ -167,18 +151,18 @@ def iter_encoded_chunks(
         ExitStack() as cleanup,
     ):
         if count <= 1:
-            # In this process, with no global state: concurrent calls cannot mix tokenizers.
-            results = ordered_map(None, partial(_encode_range, tokenizer), tasks, max_in_flight=1)
+            # In this process, with no global state: concurrent calls cannot mix encoders.
+            results = ordered_map(None, partial(_encode_range, encoder), tasks, max_in_flight=1)
         else:
-            pool = cleanup.enter_context(process_pool(count, worker_encoder.install, (tokenizer,)))
+            pool = cleanup.enter_context(process_pool(count, worker_encoder.install, (encoder,)))
             results = ordered_map(pool, _encode_task, tasks, max_in_flight=2 * count)
         for task, result in zip(tasks, results, strict=True):
-            advance(task.byte_range.end - task.byte_range.start)
+            advance(task.byte_range.size)
             yield result
 
 
 def iter_file_ids(
-    tokenizer: Tokenizer,
+    encoder: Encoder,
     input_path: str | os.PathLike[str],
     *,
     workers: int | None = None,
@@ -188,7 +172,7 @@ def iter_file_ids(
 ) -> Iterator[list[int]]:
     """Yield the ids of a file chunk by chunk (lists of ints), in order, in constant memory."""
     chunks = iter_encoded_chunks(
-        tokenizer,
+        encoder,
         input_path,
         workers=workers,
         dtype="uint32",
@@ -205,7 +189,7 @@ def iter_file_ids(
 
 
 def encode_file(
-    tokenizer: Tokenizer,
+    encoder: Encoder,
     input_path: str | os.PathLike[str],
     output_path: str | os.PathLike[str],
     *,
@@ -230,14 +214,14 @@ def encode_file(
     """
     started = time.perf_counter()
     path = check_input_file(input_path)
-    chosen = choose_dtype(tokenizer.n_vocab, dtype)
+    chosen = choose_dtype(encoder.n_vocab, dtype)
     output = Path(output_path)
     if not output.parent.is_dir():
         raise FileNotFoundError(f"output directory does not exist: {output.parent}")
     tokens = 0
     with atomic_write(output) as sink:
         for count, packed in iter_encoded_chunks(
-            tokenizer,
+            encoder,
             path,
             workers=workers,
             dtype=chosen,

@@ -1,32 +1,29 @@
-"""The tokenizer a pool worker encodes with, installed once per worker process.
+"""The encoder a pool worker encodes with, installed once per worker process.
 
-Shipping the tokenizer with every task would pickle its tables each time; a
+Shipping the encoder with every task would pickle its tables each time; a
 pool initializer installs it once instead, and tasks look it up here.
 
->>> from streambpe.tokenizer import Tokenizer
->>> install(Tokenizer({i: bytes([i]) for i in range(256)}, []))
+>>> from streambpe.encode.encoder import Encoder
+>>> install(Encoder({i: bytes([i]) for i in range(256)}, {}))
 >>> installed().encode("hi")
 [104, 105]
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from streambpe.encode.encoder import Encoder
 
-if TYPE_CHECKING:
-    from streambpe.tokenizer import Tokenizer
-
-_tokenizer: Tokenizer | None = None
+_encoder: Encoder | None = None
 
 
-def install(tokenizer: Tokenizer) -> None:
-    """Make ``tokenizer`` this process's worker tokenizer (a pool initializer)."""
-    global _tokenizer
-    _tokenizer = tokenizer
+def install(encoder: Encoder) -> None:
+    """Make ``encoder`` this process's worker encoder (a pool initializer)."""
+    global _encoder
+    _encoder = encoder
 
 
-def installed() -> Tokenizer:
-    """This worker's tokenizer; raises if no pool initializer installed one."""
-    if _tokenizer is None:
-        raise RuntimeError("this process has no worker tokenizer installed")
-    return _tokenizer
+def installed() -> Encoder:
+    """This worker's encoder; raises if no pool initializer installed one."""
+    if _encoder is None:
+        raise RuntimeError("this process has no worker encoder installed")
+    return _encoder

@@ -1,8 +1,8 @@
 """Word counting: the map step of training.
 
-Counting is a pure function from (path, byte range, pattern, special tokens)
-to :data:`WordCounts`, so any ``concurrent.futures.Executor`` can run it and
-its results can be summed in any order (DESIGN, "Scale-out").
+Counting is a pure function from (byte ranges, pattern, special tokens) to
+:data:`WordCounts`, so any ``concurrent.futures.Executor`` can run it and its
+results can be summed in any order (``docs/design.md``, "Determinism").
 
 >>> counts = count_words_in_text("the cat<|endoftext|>the hat", GPT2, ["<|endoftext|>"])
 >>> sorted(counts.items())
@@ -11,27 +11,22 @@ its results can be summed in any order (DESIGN, "Scale-out").
 
 from __future__ import annotations
 
-import mmap
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import cache
-from itertools import pairwise
 from pathlib import Path
-from typing import Literal
 
-from streambpe.cutting.chunks import find_chunk_boundaries
-from streambpe.errors import InvalidUTF8Error
-from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS
 from streambpe._support.pool import ordered_map, process_pool
-from streambpe.encode.pretokenize import Pretokenizer
+from streambpe._support.utf8 import DecodeErrors
+from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
 from streambpe.cutting.specials import SpecialTokenScanner
+from streambpe.encode.pretokenize import Pretokenizer
+from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS
 
-#: Pretoken (as text) -> number of occurrences.
+#: Word (a pretoken, as text) -> number of occurrences.
 WordCounts = dict[str, int]
-#: How invalid UTF-8 is handled: raise :class:`InvalidUTF8Error`, or substitute U+FFFD.
-DecodeErrors = Literal["strict", "replace"]
 
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
 #: Counting tasks per worker: enough to balance the load, few enough that the
@@ -42,41 +37,13 @@ ProgressCallback = Callable[[int], None]
 
 
 @dataclass(frozen=True)
-class ByteRange:
-    """One unit of counting work: ``path[start:end]``, to be pretokenized with ``pattern``."""
+class CountTask:
+    """One unit of counting work: consecutive byte ranges of one file, and how to split them."""
 
-    path: str
-    start: int
-    end: int
+    ranges: tuple[ByteRange, ...]
     pattern: str
     special_tokens: tuple[str, ...]
     errors: DecodeErrors = "strict"
-
-
-def decode_chunk(data: bytes, path: str, offset: int, errors: DecodeErrors) -> str:
-    """Decode one chunk, naming the file and absolute byte offset of any invalid UTF-8.
-
-    >>> decode_chunk(b"ok\\xff", "f.txt", 10, "replace")
-    'ok\\ufffd'
-    >>> decode_chunk(b"ok\\xff", "f.txt", 10, "strict")
-    Traceback (most recent call last):
-    ...
-    streambpe.errors.InvalidUTF8Error: f.txt: invalid UTF-8 at byte offset 12 (invalid start byte); fix the file, or pass errors='replace' (CLI: --errors replace) to substitute U+FFFD for bad bytes
-    """
-    try:
-        return data.decode("utf-8", errors=errors)
-    except UnicodeDecodeError as exc:
-        raise InvalidUTF8Error(path, offset + exc.start, exc.reason) from None
-
-
-def read_range(byte_range: ByteRange) -> bytes:
-    """The bytes of ``byte_range``, read through a memory map."""
-    with open(byte_range.path, "rb") as file:
-        size = byte_range.end - byte_range.start
-        if size == 0:
-            return b""
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return mapped[byte_range.start : byte_range.end]
 
 
 @cache
@@ -87,45 +54,39 @@ def _pretokenizer(pattern: str) -> Pretokenizer:
 def _count_text_into(
     counts: Counter[str], text: str, pattern: str, special_tokens: Sequence[str]
 ) -> None:
-    find_pieces = _pretokenizer(pattern).pieces
+    find_words = _pretokenizer(pattern).pieces
     if special_tokens:
         for document, _special in SpecialTokenScanner(special_tokens).split(text):
-            counts.update(find_pieces(document))
+            counts.update(find_words(document))
     else:
-        counts.update(find_pieces(text))
-
-
-def _count_range_into(counts: Counter[str], byte_range: ByteRange) -> None:
-    text = decode_chunk(
-        read_range(byte_range), byte_range.path, byte_range.start, byte_range.errors
-    )
-    _count_text_into(counts, text, byte_range.pattern, byte_range.special_tokens)
+        counts.update(find_words(text))
 
 
 def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) -> WordCounts:
-    """Count the pieces of ``text``; special tokens separate documents and are not counted."""
+    """Count the words of ``text``; special tokens separate documents and are not counted."""
     counts: Counter[str] = Counter()
     _count_text_into(counts, text, pattern, special_tokens)
     return counts
 
 
-def count_words_in_ranges(byte_ranges: Sequence[ByteRange]) -> WordCounts:
-    """Count the pieces of several byte ranges of a file, one range in memory at a time.
+def run_count_task(task: CountTask) -> WordCounts:
+    """Count the words of a task's ranges, one range in memory at a time.
 
-    This is the task a worker runs: summing inside the worker (in C, through
+    This is what a worker runs: summing inside the worker (in C, through
     ``Counter.update``) leaves the parent one dictionary to merge per task
     rather than one per range.
     """
     counts: Counter[str] = Counter()
-    for byte_range in byte_ranges:
-        _count_range_into(counts, byte_range)
+    for byte_range in task.ranges:
+        text = read_text(byte_range, task.errors)
+        _count_text_into(counts, text, task.pattern, task.special_tokens)
     return counts
 
 
 def group_ranges(byte_ranges: Sequence[ByteRange], groups: int) -> list[tuple[ByteRange, ...]]:
     """Split ``byte_ranges`` into at most ``groups`` runs of consecutive ranges of similar size.
 
-    >>> ranges = [ByteRange("f", i, i + 1, "p", ()) for i in range(5)]
+    >>> ranges = [ByteRange("f", i, i + 1) for i in range(5)]
     >>> [len(group) for group in group_ranges(ranges, 2)]
     [3, 2]
     """
@@ -156,29 +117,6 @@ def add_word_counts(total: WordCounts, part: WordCounts) -> None:
         total[word] = get(word, 0) + count
 
 
-def plan_byte_ranges(
-    path: str,
-    pattern: str,
-    special_tokens: Sequence[str],
-    *,
-    chunk_size: int,
-    errors: DecodeErrors,
-) -> list[ByteRange]:
-    """Cut the file at ``path`` into byte ranges that can be counted independently."""
-    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        boundaries = find_chunk_boundaries(
-            data,
-            chunk_size,
-            special_tokens,
-            space_cuts=pattern in SPACE_SPLITTABLE_PATTERNS,
-        )
-    specials = tuple(special_tokens)
-    return [
-        ByteRange(path, start, end, pattern, specials, errors)
-        for start, end in pairwise(boundaries)
-    ]
-
-
 def count_words_in_file(
     path: str | Path,
     *,
@@ -190,34 +128,41 @@ def count_words_in_file(
     errors: DecodeErrors = "strict",
     progress_callback: ProgressCallback | None = None,
 ) -> WordCounts:
-    """Count the pieces of a whole file, in parallel when ``workers > 1`` or an executor is given.
+    """Count the words of a whole file, in parallel when ``workers > 1`` or an executor is given.
 
     The result does not depend on ``workers``, ``executor`` or ``chunk_size``.
     """
     ranges = plan_byte_ranges(
-        str(path), pattern, special_tokens, chunk_size=chunk_size, errors=errors
+        path,
+        chunk_size=chunk_size,
+        special_tokens=special_tokens,
+        space_cuts=pattern in SPACE_SPLITTABLE_PATTERNS,
     )
+    specials = tuple(special_tokens)
     if executor is None and (workers <= 1 or len(ranges) <= 1):
         # In-process: one Counter for the whole file, summed in C.
         counts: Counter[str] = Counter()
         for byte_range in ranges:
-            _count_range_into(counts, byte_range)
+            _count_text_into(counts, read_text(byte_range, errors), pattern, specials)
             if progress_callback is not None:
-                progress_callback(byte_range.end - byte_range.start)
+                progress_callback(byte_range.size)
         return counts
-    tasks = group_ranges(ranges, TASKS_PER_WORKER * workers)
+    tasks = [
+        CountTask(group, pattern, specials, errors)
+        for group in group_ranges(ranges, TASKS_PER_WORKER * workers)
+    ]
     total: WordCounts = {}
 
     def consume(results: Iterator[WordCounts]) -> None:
-        for group, counts in zip(tasks, results, strict=True):
+        for task, counts in zip(tasks, results, strict=True):
             add_word_counts(total, counts)
             if progress_callback is not None:
-                progress_callback(group[-1].end - group[0].start)
+                progress_callback(task.ranges[-1].end - task.ranges[0].start)
 
     in_flight = 2 * max(workers, 1)
     if executor is not None:
-        consume(ordered_map(executor, count_words_in_ranges, tasks, max_in_flight=in_flight))
+        consume(ordered_map(executor, run_count_task, tasks, max_in_flight=in_flight))
     else:
         with process_pool(min(workers, len(tasks))) as pool:
-            consume(ordered_map(pool, count_words_in_ranges, tasks, max_in_flight=in_flight))
+            consume(ordered_map(pool, run_count_task, tasks, max_in_flight=in_flight))
     return total

@@ -1,9 +1,9 @@
 """``train_bpe``: train a byte-level BPE vocabulary on a file of any size.
 
 The steps, each in its own module: cut the file into byte ranges
-(:mod:`~streambpe.cutting.chunks`), count pieces in worker processes
+(:mod:`~streambpe.cutting.byte_ranges`), count words in worker processes
 (:mod:`~streambpe.train.counting`, optionally cached by :mod:`~streambpe.train.count_cache`),
-then learn merges (:mod:`~streambpe.core.merge_loop`).
+then learn merges with the active backend's merge loop (:mod:`streambpe.core`).
 
 Vocabulary layout: ids 0-255 are the single bytes, then the special tokens in
 the order given, then one id per merge in creation order; ids are exactly
@@ -24,30 +24,26 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import Executor
+from functools import partial
 from pathlib import Path
 
-from streambpe.train.count_cache import WordCountCache, fingerprint_file
-from streambpe.train.counting import (
-    DEFAULT_CHUNK_SIZE,
-    DecodeErrors,
-    WordCounts,
-    count_words_in_file,
-)
+import anyio.to_thread
+
+from streambpe import core
 from streambpe._support.inputs import check_input_file
-from streambpe.core.merge_loop import learn_merges_from_words
-from streambpe.patterns import resolve_pattern
 from streambpe._support.pool import resolve_workers
-from streambpe._support.progress import ProgressReporter, as_reporter
+from streambpe._support.progress import CancellableProgress, ProgressReporter, as_reporter
+from streambpe._support.utf8 import DecodeErrors, check_errors_policy
 from streambpe.cutting.specials import validate_special_tokens
+from streambpe.errors import ParameterError, VocabSizeWarning
+from streambpe.patterns import resolve_pattern
+from streambpe.train.count_cache import WordCountCache, fingerprint_file
+from streambpe.train.counting import DEFAULT_CHUNK_SIZE, WordCounts, count_words_in_file
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
 
 N_BYTE_TOKENS = 256
-
-
-class VocabSizeWarning(UserWarning):
-    """The corpus ran out of pairs before ``vocab_size`` was reached."""
 
 
 def check_vocab_size(vocab_size: int, special_tokens: Sequence[str]) -> int:
@@ -60,7 +56,7 @@ def check_vocab_size(vocab_size: int, special_tokens: Sequence[str]) -> int:
         raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
     minimum = N_BYTE_TOKENS + len(special_tokens)
     if vocab_size < minimum:
-        raise ValueError(
+        raise ParameterError(
             f"vocab_size={vocab_size} is too small: the {N_BYTE_TOKENS} byte tokens and "
             f"{len(special_tokens)} special token(s) alone need {minimum}; "
             f"pass vocab_size >= {minimum}"
@@ -80,23 +76,6 @@ def build_vocab(special_tokens: Sequence[str], merges: Merges) -> Vocab:
     for left, right in merges:
         vocab[len(vocab)] = left + right
     return vocab
-
-
-def _byte_words(text_counts: WordCounts) -> tuple[list[list[int]], list[int]]:
-    """Spell each word as a list of byte values, emptying ``text_counts`` as it goes.
-
-    Single-byte words are dropped: they hold no pair. Popping keeps peak memory
-    near one copy of the words rather than two.
-    """
-    words: list[list[int]] = []
-    counts: list[int] = []
-    while text_counts:
-        word, count = text_counts.popitem()
-        spelled = list(word.encode("utf-8"))
-        if len(spelled) > 1:
-            words.append(spelled)
-            counts.append(count)
-    return words, counts
 
 
 def _count_with_cache(
@@ -177,8 +156,7 @@ def train_bpe(
     specials = validate_special_tokens(special_tokens)
     max_merges = check_vocab_size(vocab_size, specials)
     resolved_pattern = resolve_pattern(pattern)
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    check_errors_policy(errors)
     path = check_input_file(input_path)
     reporter = as_reporter(progress)
 
@@ -195,9 +173,10 @@ def train_bpe(
         reporter=reporter,
     )
     counted = time.perf_counter()
-    words, counts = _byte_words(text_counts)
+    learn_merges = core.active_backend().learn_merges
     with reporter.stage("merging", total=max_merges, unit="merge") as advance:
-        merges = learn_merges_from_words(words, counts, max_merges, on_merge=lambda: advance(1))
+        # The merge loop empties text_counts as it reads them: one copy of the words.
+        merges = learn_merges(text_counts, max_merges, lambda: advance(1))
     if timings is not None:
         timings["count_words"] = counted - started
         timings["merge"] = time.perf_counter() - counted
@@ -210,3 +189,38 @@ def train_bpe(
             stacklevel=2,
         )
     return build_vocab(specials, merges), merges
+
+
+async def atrain_bpe(
+    input_path: str | os.PathLike[str],
+    vocab_size: int,
+    special_tokens: Sequence[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+    workers: int | None = None,
+    executor: Executor | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    errors: DecodeErrors = "strict",
+    cache: bool | str | os.PathLike[str] = False,
+    progress: bool | ProgressReporter = False,
+) -> tuple[Vocab, Merges]:
+    """Async :func:`train_bpe`: same arguments, same result; cancellable between steps.
+
+    The work runs in a worker thread, so the event loop stays free; cancelling
+    the awaiting task stops the worker processes at the next progress step.
+    """
+    return await anyio.to_thread.run_sync(
+        partial(
+            train_bpe,
+            input_path,
+            vocab_size,
+            special_tokens,
+            pattern=pattern,
+            workers=workers,
+            executor=executor,
+            chunk_size=chunk_size,
+            errors=errors,
+            cache=cache,
+            progress=CancellableProgress(as_reporter(progress)),
+        )
+    )

@@ -1,0 +1,77 @@
+"""Pieces to ids, in pure Python: the piece cache in front of rank-based BPE.
+
+This is the reference implementation of the encoding kernel; the compiled
+backend (``streambpe.core._native``) implements the same interface and is
+tested against it. :mod:`streambpe.core` picks one of the two.
+
+A piece that is itself a token is that token; otherwise :func:`merge_piece`
+splits it, and each part's id comes from the encoder.
+
+>>> encoder = {bytes([i]): i for i in range(256)} | {b"ab": 256}
+>>> pieces = PieceEncoder(encoder, {b"ab": 0}, cache_size=8)
+>>> out: list[int] = []
+>>> pieces.encode_pieces(["ab", "abc", "ab"], out)
+>>> out, pieces.cache_info()
+([256, 256, 99, 256], (1, 2, 8, 2))
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+from streambpe.core.bpe import merge_piece
+from streambpe.core.piece_cache import PieceCache, TokenIds
+
+#: Pieces looked up per C-level call (a few milliseconds).
+_LOOKUP_BATCH = 1 << 15
+
+
+class PieceEncoder:
+    """Encodes pretokenized pieces to ids, caching up to ``cache_size`` pieces.
+
+    Args:
+        encoder: token bytes -> id, for every ordinary token.
+        ranks: token bytes -> merge rank; the lowest-ranked adjacent pair merges first.
+        cache_size: piece-cache capacity in entries (0 disables the cache).
+    """
+
+    def __init__(self, encoder: dict[bytes, int], ranks: dict[bytes, int], cache_size: int) -> None:
+        self._encoder = encoder
+        self._ranks = ranks
+        self._cache = PieceCache(self._encode_piece, cache_size)
+
+    def _encode_piece(self, piece: str) -> TokenIds:
+        return tuple(self.encode_bytes(piece.encode("utf-8")))
+
+    def encode_bytes(self, piece: bytes) -> list[int]:
+        """The ids of one piece's bytes, without the cache.
+
+        A part without an id raises ``KeyError`` (a merge made a token the vocabulary lacks).
+        """
+        whole = self._encoder.get(piece)
+        if whole is not None:
+            return [whole]
+        encoder = self._encoder
+        return [encoder[part] for part in merge_piece(piece, self._ranks)]
+
+    def encode_pieces(self, pieces: list[str], out: list[int]) -> None:
+        """Append the ids of each piece to ``out``, in order.
+
+        A piece with a lone surrogate raises ``UnicodeEncodeError`` (``out`` may
+        then hold part of the result: the caller discards it).
+        """
+        cache = self._cache
+        cache.lookups += len(pieces)
+        lookup = cache.__getitem__
+        # Hits stay in C (dict lookups through map); one extend holds the GIL
+        # throughout, so each covers a bounded batch.
+        for start in range(0, len(pieces), _LOOKUP_BATCH):
+            out.extend(chain.from_iterable(map(lookup, pieces[start : start + _LOOKUP_BATCH])))
+
+    def cache_info(self) -> tuple[int, int, int, int]:
+        """``(hits, misses, maxsize, currsize)``; hits are lookups that ran no BPE."""
+        return tuple(self._cache.info())  # type: ignore[return-value]
+
+    def clear_cache(self) -> None:
+        """Empty the cache and zero its counts."""
+        self._cache.reset()

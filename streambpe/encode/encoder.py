@@ -1,0 +1,376 @@
+"""The encoding engine: text to ids and back, identical to tiktoken for the same vocabulary.
+
+Encoding runs special-token scanning (:mod:`~streambpe.cutting.specials`), then
+the pretokenizer (:mod:`~streambpe.encode.pretokenize`), then the pieces-to-ids
+kernel of the active backend (:mod:`streambpe.core`: a piece cache in front of
+rank-based BPE). The public :class:`~streambpe.tokenizer.Tokenizer` adds
+loading, saving and the streaming entry points on top of this class.
+
+>>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"he", 257: b"hel"}
+>>> encoder = Encoder(vocab, {b"he": 0, b"hel": 1}, ["<|endoftext|>"])
+>>> encoder.encode("help<|endoftext|>")
+[257, 112, 258]
+>>> encoder.decode([257, 112, 258])
+'help<|endoftext|>'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Final, Literal, NamedTuple
+
+from streambpe import core
+from streambpe.core import PieceEncoding
+from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
+from streambpe.cutting.splitter import StreamSplitter
+from streambpe.encode.pretokenize import Pretokenizer
+from streambpe.errors import ParameterError, UnknownTokenError
+from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+
+DEFAULT_CACHE_SIZE = 1 << 18
+#: ``"all"`` or a collection of special-token strings.
+SpecialSet = Literal["all"] | Collection[str]
+
+
+class _Unset:
+    """The default of tiktoken's keywords, so that passing either one can be told apart."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET: Final = _Unset()
+
+
+class CacheInfo(NamedTuple):
+    """Piece-cache counts: hits are lookups that ran no BPE."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+    @property
+    def hit_rate(self) -> float:
+        """Hits over lookups (0.0 before any lookup)."""
+        lookups = self.hits + self.misses
+        return self.hits / lookups if lookups else 0.0
+
+
+def fix_surrogates(text: str) -> str:
+    """tiktoken's rule: lone surrogates become U+FFFD; a valid surrogate pair, its character.
+
+    >>> fix_surrogates("a\\ud800b")
+    'a\\ufffdb'
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class Encoder:
+    """A byte-level BPE encoder over an id -> bytes vocabulary and merge ranks.
+
+    Args:
+        vocab: id -> token bytes; must contain all 256 single bytes.
+        ranks: token bytes -> merge rank (the lower merges first).
+        special_tokens: strings never split or merged. A list takes the ids the
+            vocab already has for them, appending any missing one with the next
+            free id; a mapping gives each its id.
+        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``).
+        cache_size: piece-cache capacity in entries (0 disables the cache).
+    """
+
+    def __init__(
+        self,
+        vocab: Mapping[int, bytes],
+        ranks: Mapping[bytes, int],
+        special_tokens: Sequence[str] | Mapping[str, int] | None = None,
+        *,
+        pattern: str = GPT2,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
+        self.pattern = resolve_pattern(pattern)
+        if cache_size < 0:
+            raise ParameterError(f"cache_size must be >= 0, got {cache_size}")
+        self._cache_size = cache_size
+        self._pretokenizer = Pretokenizer(self.pattern)
+        self._ranks = dict(ranks)
+        self._decoder: dict[int, bytes] = dict(vocab)
+        self._special_ids = _assign_special_ids(self._decoder, special_tokens)
+        special_id_set = set(self._special_ids.values())
+        # Special tokens are reachable only through the scanner, never as ordinary text.
+        self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
+        self._encoder: dict[bytes, int] = {}
+        for token_id in sorted(self._ordinary_vocab):
+            self._encoder.setdefault(vocab[token_id], token_id)
+        missing = [byte for byte in range(256) if bytes([byte]) not in self._encoder]
+        if missing:
+            raise ParameterError(
+                f"the vocabulary lacks {len(missing)} single-byte token(s) (first: byte "
+                f"0x{missing[0]:02x}); a byte-level BPE vocabulary needs all 256"
+            )
+        for token, token_id in self._special_ids.items():
+            self._decoder[token_id] = token.encode("utf-8")
+        self._scanner = SpecialTokenScanner(self._special_ids)
+        # One kernel per backend, built on first use: switching backends (tests,
+        # benchmarks) never mixes one backend's cache into another's results.
+        self._kernels: dict[str, PieceEncoding] = {}
+
+    # ----------------------------------------------------------------- pickling
+
+    def __getstate__(self) -> dict[str, Any]:
+        # What rebuilds the encoder, not its cache or compiled objects.
+        return {
+            "vocab": self._ordinary_vocab,
+            "ranks": self._ranks,
+            "special_tokens": self._special_ids,
+            "pattern": self.pattern,
+            "cache_size": self._cache_size,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        Encoder.__init__(
+            self,
+            state["vocab"],
+            state["ranks"],
+            state["special_tokens"],
+            pattern=state["pattern"],
+            cache_size=state["cache_size"],
+        )
+
+    # ----------------------------------------------------------------- properties
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Special token -> id."""
+        return dict(self._special_ids)
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        """The special-token strings (tiktoken's name)."""
+        return set(self._special_ids)
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id (tiktoken's definition)."""
+        return max(self._decoder) + 1
+
+    @property
+    def eot_token(self) -> int | None:
+        """The id of ``<|endoftext|>``, or None if there is no such special token."""
+        return self._special_ids.get("<|endoftext|>")
+
+    def _kernel(self) -> PieceEncoding:
+        backend = core.active_backend()
+        kernel = self._kernels.get(backend.name)
+        if kernel is None:
+            kernel = backend.piece_encoder(self._encoder, self._ranks, self._cache_size)
+            self._kernels[backend.name] = kernel
+        return kernel
+
+    def cache_info(self) -> CacheInfo:
+        """Piece-cache hits, misses and size (of the active backend's cache)."""
+        return CacheInfo(*self._kernel().cache_info())
+
+    def clear_cache(self) -> None:
+        """Empty the piece cache and zero its counts (for cold-cache measurements)."""
+        for kernel in self._kernels.values():
+            kernel.clear_cache()
+
+    # ----------------------------------------------------------------- encoding
+
+    def _encode_ordinary_into(self, text: str, out: list[int]) -> None:
+        self._kernel().encode_pieces(self._pretokenizer.pieces(text), out)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` treating special tokens as plain text.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+        >>> encoder.encode_ordinary("hi")
+        [104, 105]
+        """
+        out: list[int] = []
+        try:
+            self._encode_ordinary_into(text, out)
+        except UnicodeEncodeError:
+            out.clear()
+            self._encode_ordinary_into(fix_surrogates(text), out)
+        return out
+
+    def _specials_policy(
+        self, allowed_special: SpecialSet | _Unset, disallowed_special: SpecialSet | _Unset
+    ) -> tuple[SpecialTokenScanner, frozenset[str]]:
+        """The scanner for allowed specials, and the set of disallowed ones.
+
+        With neither keyword, every special is allowed (CS336). With either one,
+        the other takes tiktoken's default, so a call written for tiktoken gets
+        tiktoken's ids: ``allowed_special=set()``, ``disallowed_special="all"``.
+        """
+        if isinstance(allowed_special, _Unset) and isinstance(disallowed_special, _Unset):
+            return self._scanner, frozenset()
+        allowed_arg: SpecialSet = set() if isinstance(allowed_special, _Unset) else allowed_special
+        disallowed_arg: SpecialSet = (
+            "all" if isinstance(disallowed_special, _Unset) else disallowed_special
+        )
+        known = self._special_ids.keys()
+        allowed = frozenset(known) if allowed_arg == "all" else frozenset(allowed_arg)
+        unknown = allowed - known
+        if unknown:
+            raise ParameterError(
+                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of "
+                f"this tokenizer (it has {sorted(known)!r})"
+            )
+        if disallowed_arg == "all":
+            disallowed = frozenset(known - allowed)
+        else:
+            disallowed = frozenset(disallowed_arg)
+        scanner = self._scanner if allowed == known else _scanner_for(allowed)
+        return scanner, disallowed
+
+    @staticmethod
+    def _check_disallowed(text: str, disallowed: frozenset[str]) -> None:
+        if not disallowed:
+            return
+        found = _scanner_for(disallowed).first_match(text)
+        if found is not None:
+            token = found.token
+            raise ParameterError(
+                f"the text contains the special token {token!r}, which is disallowed.\n"
+                f"To encode it as a special token, pass allowed_special={{{token!r}}} "
+                "(or allowed_special='all').\n"
+                "To encode it as ordinary text, pass disallowed_special=() "
+                f"(or leave {token!r} out of disallowed_special)."
+            )
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet | _Unset = UNSET,
+        disallowed_special: SpecialSet | _Unset = UNSET,
+    ) -> list[int]:
+        """Encode ``text``; with no keyword, every special token is recognized (CS336).
+
+        With either of tiktoken's keywords the behaviour is tiktoken's, the
+        other keyword taking tiktoken's default: special tokens not in
+        ``allowed_special`` (default: none) are plain text, and any in
+        ``disallowed_special`` (default ``"all"``: every special not allowed)
+        raise ``ValueError``.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
+        >>> encoder.encode("a<s>"), encoder.encode("a<s>", disallowed_special=())
+        ([97, 256], [97, 60, 115, 62])
+        """
+        scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
+        self._check_disallowed(text, disallowed)
+        try:
+            return self._encode_with(scanner, text)
+        except UnicodeEncodeError:
+            return self._encode_with(scanner, fix_surrogates(text))
+
+    def _encode_with(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
+        out: list[int] = []
+        if not scanner:
+            self._encode_ordinary_into(text, out)
+            return out
+        special_ids = self._special_ids
+        for ordinary, special in scanner.split(text):
+            if ordinary:
+                self._encode_ordinary_into(ordinary, out)
+            if special is not None:
+                out.append(special_ids[special])
+        return out
+
+    def stream_splitter(self) -> StreamSplitter:
+        """A :class:`StreamSplitter` matching this encoder's specials and pattern."""
+        return StreamSplitter(
+            list(self._special_ids), space_cuts=self.pattern in SPACE_SPLITTABLE_PATTERNS
+        )
+
+    def iter_id_batches(self, iterable: Iterable[str]) -> Iterator[list[int]]:
+        """Encode a stream of text chunks, yielding the ids a block of text at a time.
+
+        The ids equal ``encode`` of the concatenated text, however it is sliced,
+        and memory stays bounded.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+        >>> list(encoder.iter_id_batches(["a\\n", "\\n b"]))
+        [[97, 10, 10, 32, 98]]
+        """
+        splitter = self.stream_splitter()
+        for chunk in iterable:
+            ready = splitter.feed(chunk)
+            if ready:
+                yield self.encode(ready)
+        rest = splitter.finish()
+        if rest:
+            yield self.encode(rest)
+
+    def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
+        """Lazily encode a stream of text chunks (a file object, lines, any slices).
+
+        Memory stays bounded and the ids equal ``encode`` of the concatenated text,
+        however the text is sliced.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+        >>> list(encoder.encode_iterable(["a\\n", "\\n b"])) == encoder.encode("a\\n\\n b")
+        True
+        """
+        for batch in self.iter_id_batches(iterable):
+            yield from batch
+
+    # ----------------------------------------------------------------- decoding
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of ``ids``; an unknown id raises :class:`UnknownTokenError` naming it.
+
+        >>> Encoder({i: bytes([i]) for i in range(256)}, {}).decode_bytes([104, 105])
+        b'hi'
+        """
+        decoder = self._decoder
+        try:
+            return b"".join(map(decoder.__getitem__, ids))
+        except KeyError as exc:
+            raise UnknownTokenError(exc.args[0], self.n_vocab) from None
+        except TypeError:
+            bad = next(i for i in ids if not isinstance(i, int))
+            raise TypeError(f"token ids must be ints, got {bad!r}") from None
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD by default."""
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token id."""
+        return self.decode_bytes([token_id])
+
+
+def _assign_special_ids(
+    vocab: Mapping[int, bytes], special_tokens: Sequence[str] | Mapping[str, int] | None
+) -> dict[str, int]:
+    if isinstance(special_tokens, Mapping):
+        validate_special_tokens(special_tokens)
+        for token, token_id in special_tokens.items():
+            known = vocab.get(token_id)
+            if known is not None and known != token.encode("utf-8"):
+                raise ParameterError(
+                    f"special token {token!r} is given id {token_id}, which the vocabulary "
+                    f"already uses for {known!r}"
+                )
+        return dict(special_tokens)
+    ids: dict[str, int] = {}
+    next_id = max(vocab, default=-1) + 1
+    # A single byte stays an ordinary token: a special spelled like one gets a new id.
+    id_of = {token: token_id for token_id, token in vocab.items() if len(token) > 1}
+    for token in validate_special_tokens(special_tokens):
+        existing = id_of.get(token.encode("utf-8"))
+        if existing is None:
+            existing, next_id = next_id, next_id + 1
+        ids[token] = existing
+    return ids
+
+
+@lru_cache(maxsize=64)
+def _scanner_for(tokens: frozenset[str]) -> SpecialTokenScanner:
+    # Sorted so that the same set always builds the same automaton.
+    return SpecialTokenScanner(sorted(tokens))
