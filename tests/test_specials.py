@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import pickle
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import streambpe.cutting.specials as specials_module
+import streambpe.encode.encoder as encoder_module
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
+from streambpe.tokenizer import Tokenizer
 
 Oracle = Callable[[str, Sequence[str]], list[tuple[int, int, str]]]
 
@@ -154,3 +158,82 @@ def test_non_ascii_specials_match_like_the_oracle(
     """Guards multi-byte and astral characters: offsets are character offsets, as the oracle's."""
     got = [(m.start, m.end, m.token) for m in SpecialTokenScanner(tokens).matches(text)]
     assert got == [tuple(match) for match in special_matches_oracle(text, tokens)]
+
+
+# --------------------------------------------------------------------------- windows and linear cost
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=overlap_texts, window=st.integers(1, 7))
+def test_matches_across_window_edges_equal_brute_force(
+    text: str, window: int, special_matches_oracle: Oracle
+) -> None:
+    """Guards the window overlap: a match crossing a scan-window edge is found exactly once."""
+    scanner = SpecialTokenScanner(OVERLAPPING)
+    expected = special_matches_oracle(text, OVERLAPPING)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(specials_module, "_SCAN_WINDOW", window)
+        assert _as_tuples(scanner, text) == expected
+        first = scanner.first_match(text)
+    assert (None if first is None else (first.start, first.end, first.token)) == (
+        expected[0] if expected else None
+    )
+
+
+class _CountingAutomaton:
+    """Stands in for the pyahocorasick automaton and counts the characters it is handed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.characters = 0
+
+    def iter(self, text: str, *bounds: int) -> Any:
+        self.characters += len(text)
+        return self.inner.iter(text, *bounds)
+
+
+# One character of each width of CPython's str storage: 1, 2 and 4 bytes.
+WIDE_CHARACTERS = ["e", "д", "🙂"]
+
+
+@pytest.mark.parametrize("wide", WIDE_CHARACTERS)
+def test_encode_hands_the_scanner_each_character_a_bounded_number_of_times(wide: str) -> None:
+    """Guards linear encoding (issue 13): scanning a long text costs O(length), not O(length²).
+
+    pyahocorasick converts the whole string it is given; handing it the whole
+    text once per 64K window made a 20 MB encode take minutes.
+    """
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>", "<|fim|>"])
+    text = (f"line {wide} of text<|endoftext|>\n" * 20_000)[: 3 * 65_536 + 123]
+    counting = _CountingAutomaton(tok._scanner._automaton)
+    tok._scanner._automaton = counting
+    ids = tok.encode(text)
+    assert ids.count(256) == text.count("<|endoftext|>")
+    assert counting.characters <= 1.1 * len(text) + 100
+
+
+@pytest.mark.parametrize("wide", WIDE_CHARACTERS)
+def test_disallowed_check_hands_the_scanner_each_character_a_bounded_number_of_times(
+    wide: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards linear encoding in the disallowed-special check (tiktoken's keywords)."""
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+    text = (f"line {wide} of text\n" * 20_000)[: 3 * 65_536 + 123]
+    counters: list[_CountingAutomaton] = []
+    real_init = SpecialTokenScanner.__init__
+
+    def counted_init(self: SpecialTokenScanner, tokens: Iterable[str]) -> None:
+        real_init(self, tokens)
+        if self._automaton is not None:
+            counters.append(_CountingAutomaton(self._automaton))
+            self._automaton = counters[-1]
+
+    monkeypatch.setattr(SpecialTokenScanner, "__init__", counted_init)
+    encoder_module._scanner_for.cache_clear()
+    try:
+        ids = tok.encode(text, allowed_special=set(), disallowed_special="all")
+    finally:
+        encoder_module._scanner_for.cache_clear()
+    assert len(ids) == len(text.encode("utf-8"))
+    assert counters, "the disallowed check should have scanned the text"
+    assert sum(counter.characters for counter in counters) <= 1.1 * len(text) + 100
