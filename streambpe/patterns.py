@@ -50,7 +50,7 @@ NAMED_PATTERNS: dict[str, str] = {
 }
 
 #: Patterns under which "a space right after a non-whitespace character" always starts a
-#: new piece, so a long document may be cut there without changing any piece (DESIGN rule 3).
+#: new piece, so a long document may be cut there without changing any piece (docs/design.md, "Safe cuts").
 SPACE_SPLITTABLE_PATTERNS: frozenset[str] = frozenset({GPT2, CL100K, O200K})
 
 

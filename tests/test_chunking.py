@@ -1,6 +1,6 @@
 """Chunking and counting: cutting a file anywhere the code chooses never changes a result.
 
-DESIGN rule 3. Each test compares chunked output with the whole text processed
+docs/design.md, "Safe cuts". Each test compares chunked output with the whole text processed
 at once, and with a reference built from plain ``regex.findall``.
 """
 
@@ -54,7 +54,7 @@ adversarial_texts = st.lists(
 
 
 def _is_safe_cut(text_bytes: bytes, position: int, specials: Sequence[str]) -> bool:
-    """The cuts DESIGN allows: a special token's start, a space after non-space, or a
+    """The cuts docs/design.md allows: a special token's start, a space after non-space, or a
     letter after a newline that follows non-space.
 
     "Space" means the patterns' ``\\s``, which (unlike ``str.isspace``) excludes U+001C-U+001F.
@@ -82,7 +82,7 @@ def _is_safe_cut(text_bytes: bytes, position: int, specials: Sequence[str]) -> b
 def test_boundaries_keep_every_piece(
     text: str, specials: list[str], pattern_name: str, pieces_oracle: PiecesOracle
 ) -> None:
-    """Guards rule 3: pieces of the chunks, concatenated, are exactly the pieces of the whole."""
+    """Guards "Safe cuts": pieces of the chunks, concatenated, are exactly the pieces of the whole."""
     pattern = BUILTIN_PATTERNS[pattern_name]
     data = text.encode("utf-8")
     expected = pieces_oracle(text, pattern, specials)
@@ -141,7 +141,7 @@ def _write(directory: str, text: str) -> Path:
 def test_counting_a_file_in_chunks_equals_counting_the_text(
     text: str, specials: list[str], pattern_name: str, pieces_oracle: PiecesOracle
 ) -> None:
-    """Guards rule 3 end to end: any chunk size gives the word counts of the whole text."""
+    """Guards "Safe cuts" end to end: any chunk size gives the word counts of the whole text."""
     pattern = BUILTIN_PATTERNS[pattern_name]
     expected = dict(Counter(pieces_oracle(text, pattern, specials)))
     assert count_words_in_text(text, pattern, specials) == expected
@@ -163,7 +163,7 @@ def _seeded_corpus(seed: int, fragments: int) -> str:
 def test_counting_with_two_workers_equals_counting_the_text(
     pattern_name: str, tmp_path: Path, pieces_oracle: PiecesOracle
 ) -> None:
-    """Guards rule 5: worker processes and chunk sizes do not change the counts."""
+    """Guards "Determinism": worker processes and chunk sizes do not change the counts."""
     pattern = BUILTIN_PATTERNS[pattern_name]
     specials = [EOT, EOT + EOT]
     text = _seeded_corpus(seed=len(pattern_name), fragments=6000)

@@ -24,7 +24,7 @@ texts = st.lists(st.sampled_from(FRAGMENTS), max_size=30).map("".join)
 @settings(max_examples=400, deadline=None)
 @given(texts)
 def test_every_safe_cut_keeps_every_piece(text: str) -> None:
-    """Guards DESIGN rule 3 at its root: pieces(text) == pieces(left) + pieces(right) at a safe cut."""
+    """Guards docs/design.md, "Safe cuts" at its root: pieces(text) == pieces(left) + pieces(right) at a safe cut."""
     for pattern in PATTERNS.values():
         compiled = regex.compile(pattern)
         whole = compiled.findall(text)

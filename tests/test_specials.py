@@ -39,7 +39,7 @@ def _as_tuples(scanner: SpecialTokenScanner, text: str) -> list[tuple[int, int, 
 def test_matches_equal_brute_force_on_random_sets(
     tokens: list[str], text: str, special_matches_oracle: Oracle
 ) -> None:
-    """Guards rule 2: every leftmost-longest match is found, none invented or dropped."""
+    """Guards "Special tokens": every leftmost-longest match is found, none invented or dropped."""
     assert _as_tuples(SpecialTokenScanner(tokens), text) == special_matches_oracle(text, tokens)
 
 
@@ -130,7 +130,7 @@ def test_scanner_survives_pickling() -> None:
 def test_validate_special_tokens_rejects_bad_lists(
     tokens: object, error: type[Exception], message: str
 ) -> None:
-    """Guards rule 8: empty, duplicate, or non-list special tokens raise a helpful error."""
+    """Guards "Errors lose nothing": empty, duplicate, or non-list special tokens raise a helpful error."""
     with pytest.raises(error, match=re.escape(message)):
         validate_special_tokens(tokens)  # type: ignore[arg-type]
     with pytest.raises(error):

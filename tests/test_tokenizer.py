@@ -58,7 +58,7 @@ def _tiktoken_ids(reference: tiktoken.Encoding, text: str) -> list[int]:
 @pytest.mark.parametrize("name", CS336_TEXTS)
 @pytest.mark.parametrize("specials", [False, True], ids=["plain", "with-eot"])
 def test_cs336_texts_match_tiktoken(pair: Pair, cs336_dir: Path, name: str, specials: bool) -> None:
-    """Guards rule 7 and special handling on real English, German and TinyStories text."""
+    """Guards "Patterns" and special handling on real English, German and TinyStories text."""
     tokenizer, reference = pair
     text = (cs336_dir / name).read_text(encoding="utf-8")
     if specials:
@@ -332,7 +332,7 @@ CS336_SPECIAL_STRING = "Héllò hôw <|endoftext|><|endoftext|> are ü? 🙃<|en
 def test_special_tokens_are_single_ids(
     r50k_tokenizer: Tokenizer, r50k_reference: tiktoken.Encoding
 ) -> None:
-    """Guards rule 2: each <|endoftext|> is one id, never split or merged with its neighbour."""
+    """Guards "Special tokens": each <|endoftext|> is one id, never split or merged with its neighbour."""
     ids = r50k_tokenizer.encode(CS336_SPECIAL_STRING)
     assert ids.count(50256) == 3
     assert ids == _tiktoken_ids(r50k_reference, CS336_SPECIAL_STRING)
@@ -427,7 +427,7 @@ def test_encode_iterable_known_traps(
     chunks: list[str],
     min_release: int,
 ) -> None:
-    """Guards rule 4 on its classic traps: "a\\n\\n b\\n" by lines, "\\r|\\n", split specials."""
+    """Guards "Streams are chunk-agnostic" on its classic traps: "a\\n\\n b\\n" by lines, "\\r|\\n", split specials."""
     eager_release(min_release)
     text = "".join(chunks)
     assert list(cl100k_tokenizer.encode_iterable(chunks)) == cl100k_tokenizer.encode(text)
@@ -441,7 +441,7 @@ def test_encode_iterable_known_traps(
 def test_encode_iterable_is_chunk_agnostic(
     pair: Pair, eager_release: Callable[[int], None], text: str, data: st.DataObject
 ) -> None:
-    """Guards rule 4: any slicing of the text, any release size, gives encode's ids."""
+    """Guards "Streams are chunk-agnostic": any slicing of the text, any release size, gives encode's ids."""
     tokenizer, reference = pair
     eager_release(data.draw(st.sampled_from([1, 2, 5, 16])))
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12))
@@ -609,7 +609,7 @@ def test_unknown_allowed_special_is_an_error(r50k_tokenizer: Tokenizer) -> None:
 
 @pytest.mark.parametrize("bad_id", [50257, 10**9, -1])
 def test_decode_unknown_id_names_it(r50k_tokenizer: Tokenizer, bad_id: int) -> None:
-    """Guards rule 8: an unknown id raises KeyError naming the id."""
+    """Guards "Errors lose nothing": an unknown id raises KeyError naming the id."""
     with pytest.raises(KeyError, match=str(bad_id)):
         r50k_tokenizer.decode([15496, bad_id])
     with pytest.raises(KeyError, match=str(bad_id)):
@@ -662,7 +662,7 @@ def cache_variants(cl100k_ranks: dict[bytes, int]) -> list[Tokenizer]:
 def test_results_do_not_depend_on_cache_size(
     cache_variants: list[Tokenizer], texts: list[str]
 ) -> None:
-    """Guards rule 5: cache size 0, 1, 2 or the default never changes the ids."""
+    """Guards "Determinism": cache size 0, 1, 2 or the default never changes the ids."""
     for text in [*texts, *texts]:  # the second round hits whatever the caches kept
         results = [tokenizer.encode(text) for tokenizer in cache_variants]
         assert all(result == results[0] for result in results), text
