@@ -1,7 +1,8 @@
 """Cut a stream of text chunks into pieces that can be encoded independently.
 
-Feeding a text whole or in arbitrary slices must give the same ids (docs/design.md, "Streams are chunk-agnostic"). :class:`StreamSplitter` buffers the incoming chunks and releases the
-longest prefix that ends at a safe cut, carrying the unfinished tail into the
+Feeding a text whole or in arbitrary slices must give the same ids
+(``docs/design.md``, "Streams are chunk-agnostic"). :class:`StreamSplitter`
+buffers the incoming chunks and releases the longest prefix that ends at a safe cut, carrying the unfinished tail into the
 next chunk. A cut is safe at the start of a special token, or, under the
 built-in patterns, at a cut of :mod:`~streambpe.cutting.rule`; never
 inside a special token, and never so close to the end of the buffer that a
