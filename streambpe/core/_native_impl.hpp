@@ -21,7 +21,7 @@ constexpr uint32_t NONE32 = UINT32_MAX;
 
 inline uint64_t load_le(const uint8_t* p, size_t n) {
     uint64_t v = 0;
-    std::memcpy(&v, p, n);  // little-endian hosts only matter for speed, not results
+    std::memcpy(&v, p, n);  // byte order changes hash values only, never a result
     return v;
 }
 
@@ -52,18 +52,20 @@ inline uint64_t hash_bytes(const uint8_t* data, size_t n) {
 
 // ------------------------------------------------------- uint64 -> V table
 
-// Open addressing with linear probing; keys are never removed. The key
-// UINT64_MAX marks an empty slot: callers never use it (it would need two
-// token ids of 2^32 - 1).
+// Open addressing with linear probing; keys are never removed. Each slot
+// holds its key and value side by side, so a lookup touches one cache line.
+// The key UINT64_MAX marks an empty slot: callers never use it (it would need
+// two token ids of 2^32 - 1). Keys are pairs of small ids, so one multiply
+// (Fibonacci hashing, top bits) spreads them well enough.
 template <class V>
 class U64Map {
 public:
     U64Map() { rehash(16); }
 
     V* find(uint64_t key) {
-        for (size_t i = mix64(key) & mask_;; i = (i + 1) & mask_) {
-            if (keys_[i] == key) return &values_[i];
-            if (keys_[i] == EMPTY) return nullptr;
+        for (size_t i = home(key);; i = (i + 1) & mask_) {
+            if (slots_[i].key == key) return &slots_[i].value;
+            if (slots_[i].key == EMPTY) return nullptr;
         }
     }
     const V* find(uint64_t key) const { return const_cast<U64Map*>(this)->find(key); }
@@ -71,41 +73,44 @@ public:
     // Returns the value slot for ``key``, inserting ``fresh`` first if absent;
     // ``inserted`` says which happened.
     V& find_or_insert(uint64_t key, const V& fresh, bool& inserted) {
-        if ((size_ + 1) * 2 > keys_.size()) rehash(keys_.size() * 2);
-        size_t i = mix64(key) & mask_;
-        while (keys_[i] != EMPTY && keys_[i] != key) i = (i + 1) & mask_;
-        inserted = keys_[i] == EMPTY;
+        if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
+        size_t i = home(key);
+        while (slots_[i].key != EMPTY && slots_[i].key != key) i = (i + 1) & mask_;
+        inserted = slots_[i].key == EMPTY;
         if (inserted) {
-            keys_[i] = key;
-            values_[i] = fresh;
+            slots_[i] = Slot{key, fresh};
             ++size_;
         }
-        return values_[i];
+        return slots_[i].value;
     }
 
     size_t size() const { return size_; }
 
 private:
     static constexpr uint64_t EMPTY = UINT64_MAX;
+    struct Slot {
+        uint64_t key;
+        V value;
+    };
 
-    void rehash(size_t capacity) {
-        std::vector<uint64_t> old_keys(capacity, EMPTY);
-        std::vector<V> old_values(capacity);
-        old_keys.swap(keys_);
-        old_values.swap(values_);
+    size_t home(uint64_t key) const { return (key * 0x9e3779b97f4a7c15ULL) >> shift_; }
+
+    void rehash(size_t capacity) {  // capacity: a power of two, at least 2
+        std::vector<Slot> old(capacity, Slot{EMPTY, V()});
+        old.swap(slots_);
         mask_ = capacity - 1;
-        for (size_t j = 0; j < old_keys.size(); ++j) {
-            if (old_keys[j] == EMPTY) continue;
-            size_t i = mix64(old_keys[j]) & mask_;
-            while (keys_[i] != EMPTY) i = (i + 1) & mask_;
-            keys_[i] = old_keys[j];
-            values_[i] = old_values[j];
+        shift_ = 64 - __builtin_ctzll(capacity);
+        for (const Slot& slot : old) {
+            if (slot.key == EMPTY) continue;
+            size_t i = home(slot.key);
+            while (slots_[i].key != EMPTY) i = (i + 1) & mask_;
+            slots_[i] = slot;
         }
     }
 
-    std::vector<uint64_t> keys_;
-    std::vector<V> values_;
+    std::vector<Slot> slots_;
     size_t mask_ = 0;
+    int shift_ = 0;
     size_t size_ = 0;
 };
 
@@ -224,8 +229,11 @@ public:
     };
 
     // Pieces longer than this merge with a heap (n log n) instead of
-    // rescanning all pairs after each merge (n^2, but faster when short).
-    static constexpr size_t HEAP_THRESHOLD = 128;
+    // rescanning all pairs after each merge (n^2): measured on base64 text,
+    // the rescan is faster up to about a hundred bytes.
+    static constexpr size_t HEAP_THRESHOLD = 96;
+
+    PieceMerger() : unit_entry_(256), unit_rank_(256), byte_merges_(1 << 16, Merge{0, NONE32}) {}
 
     void add_output(const uint8_t* token, size_t n, uint32_t output) {
         info_for(token, n).output = output;
@@ -233,9 +241,8 @@ public:
 
     void add_rank(const uint8_t* token, size_t n, uint32_t rank) {
         if (n < 2) return;  // single bytes are units already; their rank never matters
-        TokenInfo& info = info_for(token, n);
-        info.unit = uint32_t(unit_entry_.size());
-        unit_entry_.push_back(find_entry(token, n));
+        info_for(token, n).unit = uint32_t(unit_entry_.size());
+        unit_entry_.push_back(size_t(tokens_.find(token, n)));
         unit_rank_.push_back(rank);
     }
 
@@ -244,7 +251,7 @@ public:
         for (uint32_t byte = 0; byte < 256; ++byte) {
             uint8_t b = uint8_t(byte);
             info_for(&b, 1).unit = byte;
-            unit_entry_[byte] = find_entry(&b, 1);
+            unit_entry_[byte] = size_t(tokens_.find(&b, 1));
         }
         unit_output_.resize(unit_entry_.size());
         for (size_t unit = 0; unit < unit_entry_.size(); ++unit) {
@@ -258,15 +265,20 @@ public:
                 uint32_t left = unit_of(token, split);
                 uint32_t right = unit_of(token + split, n - split);
                 if (left == NONE32 || right == NONE32) continue;
-                uint64_t merged = (uint64_t(unit_rank_[unit]) << 32) | unit;
-                merges_.find_or_insert(pair_key(left, right), merged, inserted);
+                Merge merge{unit_rank_[unit], uint32_t(unit)};
+                if ((left | right) < 256) {
+                    byte_merges_[left << 8 | right] = merge;
+                } else {
+                    merges_.find_or_insert(pair_key(left, right), merge, inserted);
+                }
             }
         }
     }
 
-    // The token info of a whole byte string, if the encoder or ranks know it.
-    const TokenInfo* lookup(const uint8_t* token, size_t n) const {
-        int64_t e = tokens_.find(token, n);
+    // The token info of a whole byte string (``hash == hash_bytes(token)``),
+    // if the encoder or the ranks know it.
+    const TokenInfo* lookup(const uint8_t* token, size_t n, uint64_t hash) const {
+        int64_t e = tokens_.find(token, n, hash);
         return e < 0 ? nullptr : &tokens_.entry(size_t(e)).value;
     }
 
@@ -284,54 +296,61 @@ public:
     size_t unit_length(uint32_t unit) const { return tokens_.entry(unit_entry_[unit]).length; }
 
 private:
-    // (rank << 32 | merged unit) of a pair, or NO_MERGE: ordering by this
-    // value orders by rank, and NO_MERGE is above every rank.
-    static constexpr uint64_t NO_MERGE = UINT64_MAX;
+    // The merge a pair of units makes, as stored (8 bytes, so a map slot is 16).
+    struct Merge {
+        uint32_t rank;
+        uint32_t unit;
+    };
+    // The same, widened so that "no merge" (NO_RANK) sorts after every rank.
+    struct Candidate {
+        uint64_t rank;
+        uint32_t unit;
+    };
+    static constexpr uint64_t NO_RANK = UINT64_MAX;
+    static constexpr Candidate NO_MERGE{NO_RANK, NONE32};
 
-    uint64_t merge_of(uint32_t left, uint32_t right) const {
-        const uint64_t* merged = merges_.find(pair_key(left, right));
-        return merged ? *merged : NO_MERGE;
-    }
-
-    size_t find_entry(const uint8_t* token, size_t n) const {
-        return size_t(tokens_.find(token, n));
+    Candidate merge_of(uint32_t left, uint32_t right) const {
+        if ((left | right) < 256) {
+            const Merge& merge = byte_merges_[left << 8 | right];
+            return merge.unit == NONE32 ? NO_MERGE : Candidate{merge.rank, merge.unit};
+        }
+        const Merge* merge = merges_.find(pair_key(left, right));
+        return merge ? Candidate{merge->rank, merge->unit} : NO_MERGE;
     }
 
     TokenInfo& info_for(const uint8_t* token, size_t n) {
         uint64_t hash = hash_bytes(token, n);
         int64_t e = tokens_.find(token, n, hash);
         if (e < 0) e = int64_t(tokens_.insert(token, n, hash, TokenInfo{NONE32, NONE32}));
-        if (unit_entry_.empty()) unit_entry_.resize(256);  // single bytes, filled by finish
         return tokens_.entry(size_t(e)).value;
     }
 
     uint32_t unit_of(const uint8_t* token, size_t n) const {
         if (n == 1) return token[0];
-        const TokenInfo* info = lookup(token, n);
+        const TokenInfo* info = lookup(token, n, hash_bytes(token, n));
         return info ? info->unit : NONE32;
     }
 
     // Like bpe.merge_piece: after each merge only the two pairs beside it change.
     void merge_short(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
         uint32_t parts[HEAP_THRESHOLD];
-        uint64_t pair_merge[HEAP_THRESHOLD];
+        Candidate pair[HEAP_THRESHOLD];  // pair[i]: what parts[i], parts[i + 1] merge into
         for (size_t i = 0; i < n; ++i) parts[i] = piece[i];
         size_t count = n;
-        for (size_t i = 0; i + 1 < count; ++i) pair_merge[i] = merge_of(parts[i], parts[i + 1]);
+        for (size_t i = 0; i + 1 < count; ++i) pair[i] = merge_of(parts[i], parts[i + 1]);
         while (count > 1) {
             size_t best = 0;
             // Strictly lower wins, so ties go to the leftmost pair.
             for (size_t i = 1; i + 1 < count; ++i) {
-                if (pair_merge[i] < pair_merge[best]) best = i;
+                if (pair[i].rank < pair[best].rank) best = i;
             }
-            if (pair_merge[best] == NO_MERGE) break;
-            parts[best] = uint32_t(pair_merge[best]);
+            if (pair[best].rank == NO_RANK) break;
+            parts[best] = pair[best].unit;
             --count;
             std::memmove(parts + best + 1, parts + best + 2, (count - best - 1) * sizeof(uint32_t));
-            std::memmove(pair_merge + best, pair_merge + best + 1,
-                         (count - best - 1) * sizeof(uint64_t));
-            if (best > 0) pair_merge[best - 1] = merge_of(parts[best - 1], parts[best]);
-            if (best + 1 < count) pair_merge[best] = merge_of(parts[best], parts[best + 1]);
+            std::memmove(pair + best, pair + best + 1, (count - best - 1) * sizeof(Candidate));
+            if (best > 0) pair[best - 1] = merge_of(parts[best - 1], parts[best]);
+            if (best + 1 < count) pair[best] = merge_of(parts[best], parts[best + 1]);
         }
         out.insert(out.end(), parts, parts + count);
     }
@@ -342,42 +361,41 @@ private:
     // still matches the pair's current rank is as good as a fresh one, so
     // popping the least (rank, start) finds the lowest-ranked, leftmost pair.
     void merge_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+        const uint32_t end = uint32_t(n);  // the caller keeps n below 2^32
         std::vector<uint32_t> part(n), next(n), prev(n);
-        std::vector<uint64_t> pair_merge(n, NO_MERGE);  // of the pair starting here
-        std::vector<uint64_t> heap;  // (rank << 32 | start), smallest first
-        auto push = [&heap](uint64_t merge, size_t start) {
-            heap.push_back((merge & 0xffffffff00000000ULL) | start);
-            std::push_heap(heap.begin(), heap.end(), std::greater<uint64_t>());
-        };
-        const uint32_t end = uint32_t(n);
+        std::vector<Candidate> pair(n, NO_MERGE);  // of the pair starting here
+        std::vector<uint64_t> heap;  // rank << 32 | start, smallest on top
+        const auto later = std::greater<uint64_t>();
         for (size_t i = 0; i < n; ++i) {
             part[i] = piece[i];
             next[i] = uint32_t(i + 1);
             prev[i] = i == 0 ? end : uint32_t(i - 1);
         }
         for (size_t i = 0; i + 1 < n; ++i) {
-            pair_merge[i] = merge_of(part[i], part[i + 1]);
-            if (pair_merge[i] != NO_MERGE) heap.push_back((pair_merge[i] & 0xffffffff00000000ULL) | i);
+            pair[i] = merge_of(part[i], part[i + 1]);
+            if (pair[i].rank != NO_RANK) heap.push_back(pair[i].rank << 32 | i);
         }
-        std::make_heap(heap.begin(), heap.end(), std::greater<uint64_t>());
+        std::make_heap(heap.begin(), heap.end(), later);
+        // Recomputes the pair starting at ``at`` and queues it if it can merge.
+        auto refresh = [&](uint32_t at) {
+            pair[at] = next[at] == end ? NO_MERGE : merge_of(part[at], part[next[at]]);
+            if (pair[at].rank == NO_RANK) return;
+            heap.push_back(pair[at].rank << 32 | at);
+            std::push_heap(heap.begin(), heap.end(), later);
+        };
         while (!heap.empty()) {
-            std::pop_heap(heap.begin(), heap.end(), std::greater<uint64_t>());
-            uint64_t top = heap.back();
+            std::pop_heap(heap.begin(), heap.end(), later);
+            const uint64_t top = heap.back();
             heap.pop_back();
-            uint32_t at = uint32_t(top);
-            if (pair_merge[at] == NO_MERGE || (pair_merge[at] >> 32) != (top >> 32)) continue;
-            uint32_t gone = next[at];
-            part[at] = uint32_t(pair_merge[at]);
-            pair_merge[gone] = NO_MERGE;
+            const uint32_t at = uint32_t(top);
+            if (pair[at].rank != top >> 32) continue;  // stale (a dead part has NO_RANK)
+            const uint32_t gone = next[at];
+            part[at] = pair[at].unit;
+            pair[gone].rank = NO_RANK;
             next[at] = next[gone];
             if (next[at] != end) prev[next[at]] = at;
-            pair_merge[at] = next[at] == end ? NO_MERGE : merge_of(part[at], part[next[at]]);
-            if (pair_merge[at] != NO_MERGE) push(pair_merge[at], at);
-            uint32_t before = prev[at];
-            if (before != end) {
-                pair_merge[before] = merge_of(part[before], part[at]);
-                if (pair_merge[before] != NO_MERGE) push(pair_merge[before], before);
-            }
+            refresh(at);
+            if (prev[at] != end) refresh(prev[at]);
         }
         for (uint32_t i = 0; i != end; i = next[i]) out.push_back(part[i]);
     }
@@ -386,7 +404,11 @@ private:
     std::vector<size_t> unit_entry_;    // unit -> entry in tokens_
     std::vector<uint32_t> unit_rank_;   // unit -> rank (unused below 256)
     std::vector<uint32_t> unit_output_; // unit -> output index, or NONE32
-    U64Map<uint64_t> merges_;           // (left unit, right unit) -> rank << 32 | merged unit
+    // (left unit, right unit) -> the merge they make. Pairs of single bytes,
+    // the first lookups of every piece, sit in a dense table that stays in
+    // cache; unit NONE32 marks "no merge" there.
+    std::vector<Merge> byte_merges_;
+    U64Map<Merge> merges_;
 };
 
 // ------------------------------------------------------------ piece cache
@@ -491,17 +513,15 @@ public:
     // ``n >= 2``; the caller checks that counts are positive and that the
     // total weighted number of pairs fits in int64.
     void add_word(const uint8_t* word, size_t n, int64_t count) {
-        word_start_.push_back(symbols_.size());
-        word_length_.push_back(uint32_t(n));
-        word_count_.push_back(count);
+        words_.push_back(Word{symbols_.size(), count, uint32_t(n)});
         symbols_.insert(symbols_.end(), word, word + n);
     }
 
     void build() {
-        for (size_t w = 0; w < word_count_.size(); ++w) {
-            const uint32_t* word = symbols_.data() + word_start_[w];
-            for (size_t i = 0; i + 1 < word_length_[w]; ++i) {
-                count_pair(word[i], word[i + 1], word_count_[w], uint32_t(w));
+        for (size_t w = 0; w < words_.size(); ++w) {
+            const uint32_t* word = symbols_.data() + words_[w].start;
+            for (size_t i = 0; i + 1 < words_[w].length; ++i) {
+                count(slot_of(word[i], word[i + 1]), words_[w].count, uint32_t(w));
             }
         }
         heap_.reserve(pairs_.size());
@@ -526,7 +546,7 @@ public:
         return made;
     }
 
-    const std::vector<std::pair<uint32_t, uint32_t>>& merges() const { return merges_; }
+    std::vector<std::pair<uint32_t, uint32_t>>& merges() { return merges_; }
     const std::string& token(uint32_t id) const { return tokens_[id]; }
 
 private:
@@ -534,6 +554,11 @@ private:
         uint32_t left, right;
         int64_t count;
         std::vector<uint32_t> words;  // indexes of words that hold (or held) the pair
+    };
+    struct Word {
+        size_t start;  // in symbols_
+        int64_t count;
+        uint32_t length;  // shrinks as merges join symbols
     };
     struct HeapEntry {
         int64_t count;  // the pair's count when pushed; stale once the count dropped
@@ -562,15 +587,29 @@ private:
         }
     };
 
-    // Adds ``delta`` to the pair's count, creating the pair if new; ``word``
-    // (if not NONE32) is recorded as a holder.
-    void count_pair(uint32_t left, uint32_t right, int64_t delta, uint32_t word) {
+    // The slot of pair (left, right), created (count 0, no holders) if new.
+    uint32_t slot_of(uint32_t left, uint32_t right) {
         bool inserted;
         uint32_t& slot = index_.find_or_insert(pair_key(left, right), 0, inserted);
         if (inserted) {
             slot = uint32_t(pairs_.size());
             pairs_.push_back(Pair{left, right, 0, {}});
         }
+        return slot;
+    }
+
+    // The slot of a pair that contains the token being made: looked up by its
+    // other token in a plain array (such pairs are counted once per
+    // occurrence, the hot path of a merge), and in index_ on first sight.
+    uint32_t new_slot_of(uint32_t left, uint32_t right, uint32_t new_id) {
+        const bool ends_new = right == new_id;  // (x, new) or (new, new): by x
+        uint32_t& slot = ends_new ? slot_ending_new_[left] : slot_starting_new_[right];
+        if (slot == NONE32) slot = slot_of(left, right);
+        return slot;
+    }
+
+    // Adds ``delta`` to the pair's count; ``word`` (if not NONE32) becomes a holder.
+    void count(uint32_t slot, int64_t delta, uint32_t word) {
         Pair& pair = pairs_[slot];
         pair.count += delta;
         if (word != NONE32 && (pair.words.empty() || pair.words.back() != word)) {
@@ -605,15 +644,24 @@ private:
         const uint32_t a = pairs_[merged_slot].left, b = pairs_[merged_slot].right;
         const uint32_t new_id = uint32_t(tokens_.size());
         tokens_.push_back(tokens_[a] + tokens_[b]);
+        slot_ending_new_.push_back(NONE32);
+        slot_starting_new_.push_back(NONE32);
         merges_.emplace_back(a, b);
         // Every pair created from here on contains new_id, so is new this step.
         const size_t first_new_slot = pairs_.size();
         std::vector<uint32_t> holders;
         holders.swap(pairs_[merged_slot].words);
-        for (uint32_t w : holders) {
-            uint32_t* word = symbols_.data() + word_start_[w];
-            const size_t length = word_length_[w];
-            const int64_t count = word_count_[w];
+        for (size_t k = 0; k < holders.size(); ++k) {
+            // Holders are scattered over memory, and waiting for them is most
+            // of a merge's time: ask for the next ones early.
+            if (k + 16 < holders.size()) __builtin_prefetch(&words_[holders[k + 16]]);
+            if (k + 8 < holders.size()) {
+                __builtin_prefetch(symbols_.data() + words_[holders[k + 8]].start);
+            }
+            const uint32_t w = holders[k];
+            uint32_t* word = symbols_.data() + words_[w].start;
+            const size_t length = words_[w].length;
+            const int64_t weight = words_[w].count;
             // Left to right, non-overlapping, compacting in place: ``read``
             // walks the old symbols, ``write`` the merged ones, so the symbol
             // before a match is word[write - 1] (possibly new_id) and the one
@@ -623,13 +671,16 @@ private:
                 if (read + 1 < length && word[read] == a && word[read + 1] == b) {
                     if (write > 0) {
                         uint32_t before = word[write - 1];
-                        count_pair(before, a, -count, NONE32);
-                        count_pair(before, new_id, count, w);
+                        // (before, a) is new itself when before == new_id ("a b a b").
+                        uint32_t lost = before == new_id ? new_slot_of(before, a, new_id)
+                                                         : slot_of(before, a);
+                        count(lost, -weight, NONE32);
+                        count(new_slot_of(before, new_id, new_id), weight, w);
                     }
                     if (read + 2 < length) {
                         uint32_t after = word[read + 2];
-                        count_pair(b, after, -count, NONE32);
-                        count_pair(new_id, after, count, w);
+                        count(slot_of(b, after), -weight, NONE32);
+                        count(new_slot_of(new_id, after, new_id), weight, w);
                     }
                     word[write++] = new_id;
                     read += 2;
@@ -637,7 +688,7 @@ private:
                     word[write++] = word[read++];
                 }
             }
-            word_length_[w] = uint32_t(write);
+            words_[w].length = uint32_t(write);
         }
         // Updates above may have touched the merged pair itself ("a a a");
         // it is gone now, whatever they left.
@@ -645,6 +696,11 @@ private:
         Lower lower{tokens_};
         for (size_t slot = first_new_slot; slot < pairs_.size(); ++slot) {
             Pair& pair = pairs_[slot];
+            if (pair.right == new_id) {
+                slot_ending_new_[pair.left] = NONE32;
+            } else {
+                slot_starting_new_[pair.right] = NONE32;
+            }
             if (pair.count > 0) {
                 heap_.push_back(HeapEntry{pair.count, pair.left, pair.right, uint32_t(slot)});
                 std::push_heap(heap_.begin(), heap_.end(), lower);
@@ -656,10 +712,11 @@ private:
 
     std::vector<std::string> tokens_;  // token id -> bytes
     std::vector<uint32_t> symbols_;
-    std::vector<size_t> word_start_;
-    std::vector<uint32_t> word_length_;
-    std::vector<int64_t> word_count_;
+    std::vector<Word> words_;
     U64Map<uint32_t> index_;  // (left, right) -> slot in pairs_
+    // For new_slot_of, indexed by token id; all NONE32 between steps.
+    std::vector<uint32_t> slot_ending_new_ = std::vector<uint32_t>(256, NONE32);
+    std::vector<uint32_t> slot_starting_new_ = std::vector<uint32_t>(256, NONE32);
     std::vector<Pair> pairs_;
     std::vector<HeapEntry> heap_;
     std::vector<std::pair<uint32_t, uint32_t>> merges_;

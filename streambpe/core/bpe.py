@@ -16,8 +16,13 @@ import sys
 from collections.abc import Mapping
 from itertools import pairwise
 
+from streambpe.core.bpe_long import merge_long_piece
+
 _NO_RANK = sys.maxsize
 _SINGLE_BYTES = [bytes([byte]) for byte in range(256)]
+#: Pieces longer than this merge through a heap: rescanning every pair after each
+#: merge is quadratic, which a megabyte of one letter or a base64 blob would show.
+LONG_PIECE = 256
 
 
 def merge_piece(piece: bytes, ranks: Mapping[bytes, int], *, below: int = _NO_RANK) -> list[bytes]:
@@ -33,6 +38,8 @@ def merge_piece(piece: bytes, ranks: Mapping[bytes, int], *, below: int = _NO_RA
     >>> merge_piece(b"", {})
     []
     """
+    if len(piece) > LONG_PIECE:
+        return merge_long_piece(piece, ranks, below=below)
     parts = [_SINGLE_BYTES[byte] for byte in piece]
     if len(parts) < 2:
         return parts

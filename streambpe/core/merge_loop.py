@@ -161,6 +161,8 @@ def spell_words(word_counts: dict[str, int]) -> tuple[list[list[int]], list[int]
     counts: list[int] = []
     while word_counts:
         word, count = word_counts.popitem()
+        if count < 1:
+            raise ValueError(f"word {word!r} has count {count}; counts must be at least 1")
         spelled = list(word.encode("utf-8"))
         if len(spelled) > 1:
             words.append(spelled)

@@ -1,0 +1,71 @@
+"""Build the optional compiled core, ``streambpe.core._native``.
+
+Package metadata lives in ``pyproject.toml``; this file only declares the
+extension. The extension is optional: without Cython or a working C++
+compiler the install still succeeds, with a warning, and streambpe runs on its
+pure-Python backend.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, CompileError, ExecError, LinkError, PlatformError
+
+_FALLBACK = "installing the pure-Python backend"
+_BUILD_ERRORS = (CCompilerError, CompileError, ExecError, LinkError, PlatformError, OSError)
+
+
+def _warn(reason: str) -> None:
+    print(
+        f"WARNING: streambpe: the compiled core could not be built ({reason}); {_FALLBACK}",
+        file=sys.stderr,
+    )
+
+
+class OptionalBuildExt(build_ext):
+    """``build_ext`` that turns a failed build into a warning instead of a failed install."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except _BUILD_ERRORS as error:  # no compiler at all, for instance
+            _warn(str(error) or type(error).__name__)
+
+    def build_extensions(self) -> None:
+        # An extension that fails to build is dropped from the list, so later
+        # steps (copying it into the source tree for -e installs, listing the
+        # wheel's files) do not look for it.
+        self.check_extensions_list(self.extensions)
+        for ext in list(self.extensions):
+            try:
+                self.build_extension(ext)
+            except _BUILD_ERRORS as error:
+                _warn(str(error) or type(error).__name__)
+                self.extensions.remove(ext)
+
+
+def _extensions() -> list[Extension]:
+    native = Extension(
+        "streambpe.core._native",
+        sources=["streambpe/core/_native.pyx"],
+        depends=["streambpe/core/_native_impl.hpp"],
+        language="c++",
+        extra_compile_args=["-O3", "-std=c++17"],
+    )
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        _warn("Cython is not installed")
+        return []
+    return cythonize([native], compiler_directives={"language_level": "3"})
+
+
+setup(
+    ext_modules=_extensions(),
+    cmdclass={"build_ext": OptionalBuildExt},
+    # The generated C++ is a build intermediate, not something to install.
+    exclude_package_data={"streambpe.core": ["_native.cpp"]},
+)

@@ -1,0 +1,328 @@
+"""The compiled core against the pure-Python reference: same merges, same ids, same cache counts.
+
+``streambpe.core._native`` must reproduce, for every input, the merge loop of
+``streambpe.core.merge_loop`` and the piece encoding of ``streambpe.core.bpe``
+plus an encoder lookup behind a ``PieceCache``. Hypothesis compares them on
+small alphabets (so count and rank ties are frequent), multi-byte characters,
+and pieces long enough to take the heap path; real r50k ranks are checked
+against tiktoken. Also here: ``bpe_long.merge_long_piece`` against
+``merge_piece``. The module is skipped when the extension was not built.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import regex
+import tiktoken
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streambpe import patterns
+from streambpe.core import merge_loop
+from streambpe.core.bpe import merge_piece
+from streambpe.core.bpe_long import merge_long_piece
+from streambpe.core.piece_cache import PieceCache
+from streambpe.train.counting import count_words_in_text
+
+native = pytest.importorskip(
+    "streambpe.core._native", reason="the compiled core was not built (no C++ compiler at install)"
+)
+
+Vocabulary = tuple[dict[bytes, int], dict[bytes, int]]  # (encoder, ranks)
+
+SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sample" / "tinytales.txt"
+# Small, with a two-byte character (é) and a three-byte one (€), so ties and
+# splits inside a character both happen.
+LETTERS = "abé€ "
+
+
+# --------------------------------------------------------------------------- the merge loop
+
+words = st.one_of(
+    st.text(alphabet=LETTERS, max_size=8),
+    st.builds(str.__mul__, st.sampled_from("ab€"), st.integers(1, 12)),  # "aaaa", runs of a pair
+)
+counts = st.one_of(st.integers(1, 4), st.just(1), st.integers(1, 10**15))
+word_counts = st.dictionaries(words, counts, max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(word_counts, st.integers(0, 60))
+def test_learn_merges_matches_pure(counts_by_word: dict[str, int], max_merges: int) -> None:
+    """Same merges in the same order, including tie-breaks and early stops."""
+    expected = merge_loop.learn_merges(dict(counts_by_word), max_merges)
+    assert native.learn_merges(dict(counts_by_word), max_merges) == expected
+
+
+def test_learn_merges_on_real_text() -> None:
+    """A realistic vocabulary: the pretokenized sample text, 400 merges."""
+    counts_by_word = count_words_in_text(SAMPLE.read_text(encoding="utf-8"), patterns.GPT2, [])
+    expected = merge_loop.learn_merges(dict(counts_by_word), 400)
+    assert native.learn_merges(dict(counts_by_word), 400) == expected
+
+
+def test_learn_merges_matches_cs336_reference(
+    cs336_dir: Path, gpt2_spelling_decoder: Callable[[str], bytes]
+) -> None:
+    """The native loop alone reproduces the CS336 reference merges (rule 1, the tie-break)."""
+    lines = (cs336_dir / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
+    reference = [tuple(map(gpt2_spelling_decoder, line.split(" "))) for line in lines if line]
+    text = (cs336_dir / "corpus.en").read_text(encoding="utf-8")
+    counts_by_word = count_words_in_text(text, patterns.GPT2, ["<|endoftext|>"])
+    assert native.learn_merges(counts_by_word, len(reference)) == reference
+
+
+def test_learn_merges_consumes_the_counts() -> None:
+    counts_by_word = {"ab": 2, "abc": 1, "x": 5}
+    assert native.learn_merges(counts_by_word, 10) == [(b"a", b"b"), (b"ab", b"c")]
+    assert counts_by_word == {}
+
+
+def test_on_merge_is_called_once_per_merge() -> None:
+    calls: list[None] = []
+    merges = native.learn_merges({"abcd": 1}, 10, lambda: calls.append(None))
+    assert len(merges) == 3
+    assert len(calls) == 3
+
+
+def test_on_merge_exception_stops_the_loop() -> None:
+    class Cancelled(Exception):
+        pass
+
+    calls: list[None] = []
+
+    def cancel_on_third() -> None:
+        calls.append(None)
+        if len(calls) == 3:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        native.learn_merges({"abcdefgh": 1}, 100, cancel_on_third)
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize("count", [0, -1])
+def test_non_positive_counts_are_rejected(count: int) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        native.learn_merges({"ab": count}, 1)
+
+
+def test_counts_that_overflow_int64_are_rejected() -> None:
+    with pytest.raises(OverflowError):
+        native.learn_merges({"ab": 2**62, "cd": 2**62}, 1)
+
+
+def test_lone_surrogate_in_a_word_raises() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        native.learn_merges({"a\ud800": 1}, 1)
+
+
+# --------------------------------------------------------------------------- piece encoding
+
+
+def pure_encode(piece: bytes, encoder: dict[bytes, int], ranks: dict[bytes, int]) -> list[int]:
+    """What the pure backend gives for one piece: a whole token, or BPE parts looked up."""
+    whole = encoder.get(piece)
+    if whole is not None:
+        return [whole]
+    return [encoder[part] for part in merge_piece(piece, ranks)]
+
+
+def outcome(encode: Callable[..., list[int]], *args: Any) -> list[int] | tuple[str, bytes]:
+    """``encode(*args)``, or ``("KeyError", missing part)`` if it raised KeyError."""
+    try:
+        return encode(*args)
+    except KeyError as error:
+        return ("KeyError", error.args[0])
+
+
+@st.composite
+def vocabularies(draw: st.DrawFn) -> Vocabulary:
+    """Ranks and an encoder over LETTERS' bytes, built to stress the corner cases.
+
+    Ranked tokens are concatenations of earlier tokens (reachable by merges)
+    plus a few arbitrary strings (possibly unreachable); rank values are
+    shuffled (not in merge order) and may repeat; some ranked tokens may be
+    missing from the encoder (their use raises KeyError), and the encoder may
+    hold tokens that no merge makes.
+    """
+    known = sorted({bytes([byte]) for byte in LETTERS.encode()})
+    index = st.integers(0, 999)
+    for left, right in draw(st.lists(st.tuples(index, index), max_size=40)):
+        token = known[left % len(known)] + known[right % len(known)]
+        if token not in known:
+            known.append(token)
+    arbitrary = st.text(alphabet="abcd", min_size=2, max_size=6).map(str.encode)
+    mergeable = list(dict.fromkeys(known + draw(st.lists(arbitrary, max_size=4))))
+    size = len(mergeable)
+    if draw(st.booleans()):
+        rank_values = draw(st.permutations(range(size)))
+    else:  # frequent ties, and the largest rank allowed
+        rank = st.integers(0, 8) | st.just(2**32 - 1)
+        rank_values = draw(st.lists(rank, min_size=size, max_size=size))
+    ranks = dict(zip(mergeable, rank_values, strict=True))
+    missing = set(draw(st.lists(st.sampled_from(mergeable), max_size=2)))
+    vocab_only = draw(st.lists(st.text(alphabet=LETTERS, min_size=2, max_size=6), max_size=4))
+    tokens = [bytes([byte]) for byte in range(256)]
+    tokens += [token for token in mergeable if len(token) > 1 and token not in missing]
+    tokens += [word.encode() for word in vocab_only]
+    unique = list(dict.fromkeys(tokens))
+    encoder = dict(zip(unique, draw(st.permutations(range(len(unique)))), strict=True))
+    return encoder, ranks
+
+
+# Pieces past 96 bytes take the native heap path.
+pieces = st.one_of(
+    st.text(alphabet=LETTERS, max_size=20),
+    st.text(alphabet=LETTERS, min_size=100, max_size=300),
+    st.builds(str.__mul__, st.sampled_from(["a", "ab", "aab", "é"]), st.integers(1, 200)),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vocabularies(), st.lists(pieces, max_size=8))
+def test_encode_bytes_matches_pure(vocabulary: Vocabulary, texts: list[str]) -> None:
+    encoder, ranks = vocabulary
+    encoding = native.BytePairEncoder(encoder, ranks, 0)
+    for piece in (text.encode() for text in texts):
+        expected = outcome(pure_encode, piece, encoder, ranks)
+        assert outcome(encoding.encode_bytes, piece) == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    vocabularies(), st.lists(st.text(alphabet="abé", max_size=4), max_size=40), st.integers(0, 6)
+)
+def test_encode_pieces_and_cache_match_pure(
+    vocabulary: Vocabulary, texts: list[str], cache_size: int
+) -> None:
+    """Ids and cache counts equal what a PieceCache in front of pure BPE gives."""
+    encoder, ranks = vocabulary
+    encoding = native.BytePairEncoder(encoder, ranks, cache_size)
+    cache = PieceCache(lambda text: tuple(pure_encode(text.encode(), encoder, ranks)), cache_size)
+
+    def encode_one(text: str) -> list[int]:
+        out: list[int] = []
+        encoding.encode_pieces([text], out)
+        return out
+
+    def look_up(text: str) -> list[int]:
+        cache.lookups += 1
+        return list(cache[text])
+
+    for text in texts:
+        assert outcome(encode_one, text) == outcome(look_up, text)
+        assert encoding.cache_info() == tuple(cache.info())
+        _, _, maxsize, currsize = encoding.cache_info()
+        assert currsize <= maxsize
+    encoding.clear_cache()
+    assert encoding.cache_info() == (0, 0, cache_size, 0)
+
+
+def test_encode_pieces_appends_in_order() -> None:
+    encoder = {bytes([byte]): byte for byte in range(256)} | {b"ab": 300}
+    encoding = native.BytePairEncoder(encoder, {b"ab": 0}, 16)
+    out = [7]
+    encoding.encode_pieces(["ab", "abc", "", "ab"], out)
+    assert out == [7, 300, 300, 99, 300]
+    assert encoding.cache_info() == (1, 3, 16, 3)
+
+
+def test_cache_stays_bounded() -> None:
+    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 10)
+    encoding.encode_pieces([str(number) for number in range(1000)], [])
+    hits, misses, maxsize, currsize = encoding.cache_info()
+    assert (hits, misses, maxsize) == (0, 1000, 10)
+    assert 0 < currsize <= 10
+
+
+def test_lone_surrogate_raises_unicode_encode_error() -> None:
+    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 8)
+    with pytest.raises(UnicodeEncodeError):
+        encoding.encode_pieces(["a", "\ud800"], [])
+
+
+def test_missing_part_raises_key_error() -> None:
+    encoding = native.BytePairEncoder({b"a": 0, b"b": 1}, {b"ab": 0}, 8)
+    with pytest.raises(KeyError) as raised:
+        encoding.encode_pieces(["ab"], [])
+    assert raised.value.args == (b"ab",)
+
+
+@pytest.mark.parametrize(
+    ("encoder", "ranks", "cache_size"),
+    [({b"a": 2**32}, {}, 0), ({b"a": -1}, {}, 0), ({}, {b"ab": 2**32}, 0), ({}, {}, -1)],
+)
+def test_out_of_range_arguments_are_rejected(
+    encoder: dict[bytes, int], ranks: dict[bytes, int], cache_size: int
+) -> None:
+    with pytest.raises(ValueError):
+        native.BytePairEncoder(encoder, ranks, cache_size)
+
+
+# --------------------------------------------------------------------------- real ranks
+
+
+@pytest.fixture(scope="module")
+def r50k_encoding(r50k_ranks: dict[bytes, int]) -> Any:
+    return native.BytePairEncoder(r50k_ranks, r50k_ranks, 4096)
+
+
+def test_r50k_ids_match_tiktoken(r50k_ranks: dict[bytes, int], r50k_encoding: Any) -> None:
+    reference = tiktoken.Encoding(
+        name="r50k_offline", pat_str=patterns.GPT2, mergeable_ranks=r50k_ranks, special_tokens={}
+    )
+    text = SAMPLE.read_text(encoding="utf-8") + " Grüße, naïve café — 日本語のテキスト 😀 [[x]]"
+    out: list[int] = []
+    r50k_encoding.encode_pieces(regex.findall(patterns.GPT2, text), out)
+    assert out == reference.encode_ordinary(text)
+
+
+def long_pieces(size: int) -> dict[str, bytes]:
+    """The long pieces that make quadratic merging hang, about ``size`` bytes each."""
+    return {
+        "one letter": b"a" * size,
+        "a syllable": b"abc" * (size // 3),
+        "base64": base64.b64encode(random.Random(1).randbytes(size // 4 * 3)),
+    }
+
+
+@pytest.mark.parametrize("piece", long_pieces(1 << 16).values(), ids=long_pieces(1 << 16).keys())
+def test_long_pieces_match_pure(
+    r50k_ranks: dict[bytes, int], r50k_encoding: Any, piece: bytes
+) -> None:
+    """Exact on 64 KiB pieces (checked with the pure heap merge; merge_piece is quadratic)."""
+    expected = [r50k_ranks[part] for part in merge_long_piece(piece, r50k_ranks)]
+    assert r50k_encoding.encode_bytes(piece) == expected
+
+
+@pytest.mark.parametrize("piece", long_pieces(1 << 20).values(), ids=long_pieces(1 << 20).keys())
+def test_megabyte_pieces_finish(
+    r50k_ranks: dict[bytes, int], r50k_encoding: Any, piece: bytes
+) -> None:
+    """A megabyte piece completes (a quadratic merge would hang here) and decodes back."""
+    ids = r50k_encoding.encode_bytes(piece)
+    decoder = {rank: token for token, rank in r50k_ranks.items()}
+    assert b"".join(decoder[token_id] for token_id in ids) == piece
+
+
+# --------------------------------------------------------------------------- the pure heap merge
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vocabularies(), pieces, st.none() | st.integers(0, 60))
+def test_merge_long_piece_matches_merge_piece(
+    vocabulary: Vocabulary, text: str, below: int | None
+) -> None:
+    _, ranks = vocabulary
+    piece = text.encode()
+    if below is None:
+        assert merge_long_piece(piece, ranks) == merge_piece(piece, ranks)
+    else:
+        assert merge_long_piece(piece, ranks, below=below) == merge_piece(piece, ranks, below=below)
