@@ -37,7 +37,7 @@ def test_every_known_module_is_discovered() -> None:
         "train.counting",
         "core.merge_loop",
         "train.trainer",
-        "encode.pretokenize",
+        "core.pretokenize",
         "core.bpe",
         "core.piece_cache",
         "tokenizer",

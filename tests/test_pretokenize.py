@@ -9,8 +9,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streambpe.core.pretokenize import Pretokenizer
 from streambpe.cutting.rule import next_safe_cut
-from streambpe.encode.pretokenize import Pretokenizer
 from streambpe.patterns import CL100K, GPT2, O200K
 
 BUILTIN_PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}

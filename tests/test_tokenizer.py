@@ -620,14 +620,15 @@ def test_decode_unknown_id_names_it(r50k_tokenizer: Tokenizer, bad_id: int) -> N
 
 
 def test_cache_info_counts_hits_and_misses(r50k_ranks: dict[bytes, int]) -> None:
-    """Guards cache_info: repeated pieces are hits, new pieces misses."""
+    """Guards cache_info: misses are pieces that ran BPE; repeats and whole tokens are hits."""
     tokenizer = Tokenizer.from_ranks(r50k_ranks, pattern="gpt2", cache_size=100)
-    tokenizer.encode("hello hello hello")  # pieces: "hello", " hello", " hello"
+    assert b"qzxvk" not in r50k_ranks and b" qzxvk" not in r50k_ranks
+    tokenizer.encode("qzxvk qzxvk qzxvk")  # pieces: "qzxvk", " qzxvk", " qzxvk"
     info = tokenizer.cache_info()
     assert (info.hits, info.misses, info.maxsize) == (1, 2, 100)
-    tokenizer.encode(" hello world")
+    tokenizer.encode(" qzxvk wqpzd hello")  # " hello" is a token: no BPE, a hit
     info = tokenizer.cache_info()
-    assert (info.hits, info.misses) == (2, 3)
+    assert (info.hits, info.misses) == (3, 3)
     tokenizer.clear_cache()
     assert tokenizer.cache_info()[:2] == (0, 0)
 

@@ -1,9 +1,12 @@
-"""The hot kernels behind one seam: the training merge loop and pieces-to-ids encoding.
+"""The hot kernels behind one seam: pretokenizing, the training merge loop, and pieces to ids.
 
 Each kernel has two implementations with identical results: the pure-Python
-reference (:mod:`~streambpe.core.merge_loop`, :mod:`~streambpe.core.piece_encoder`),
-readable and always available, and a compiled one (``streambpe.core._native``),
-built by ``pip install`` when a C++ compiler is present. This module is the
+reference (:mod:`~streambpe.core.pretokenize`, :mod:`~streambpe.core.merge_loop`,
+:mod:`~streambpe.core.piece_encoder`), readable and always available, and a
+compiled one (``streambpe.core._native``),
+built by ``pip install`` when a C++ compiler is present. The compiled
+pretokenizer knows the three built-in patterns; a custom pattern always goes
+through the ``regex``-based one. This module is the
 only place that chooses between them; every caller goes through
 :func:`active_backend`.
 
@@ -28,6 +31,9 @@ from typing import Protocol
 
 from streambpe.core import merge_loop
 from streambpe.core.piece_encoder import PieceEncoder
+from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
+from streambpe.core.pretokenize import Pretokenizer
+from streambpe.patterns import CL100K, GPT2, O200K
 
 #: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
 MergeCallback = Callable[[], None]
@@ -44,6 +50,9 @@ class LearnMerges(Protocol):
 class PieceEncoding(Protocol):
     """What an encoding kernel offers; see :class:`~streambpe.core.piece_encoder.PieceEncoder`."""
 
+    def encode_text(
+        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: list[int]
+    ) -> None: ...
     def encode_pieces(self, pieces: list[str], out: list[int]) -> None: ...
     def encode_bytes(self, piece: bytes) -> list[int]: ...
     def cache_info(self) -> tuple[int, int, int, int]: ...
@@ -54,16 +63,21 @@ class PieceEncoding(Protocol):
 PieceEncodingFactory = Callable[[dict[bytes, int], dict[bytes, int], int], PieceEncoding]
 
 
+#: Builds a pretokenizer for a pattern string.
+PretokenizerFactory = Callable[[str], Pretokenizing]
+
+
 @dataclass(frozen=True)
 class Backend:
     """One implementation of the kernels."""
 
     name: str
+    pretokenizer: PretokenizerFactory
     learn_merges: LearnMerges
     piece_encoder: PieceEncodingFactory
 
 
-PYTHON = Backend("python", merge_loop.learn_merges, PieceEncoder)
+PYTHON = Backend("python", Pretokenizer, merge_loop.learn_merges, PieceEncoder)
 
 
 def _load_native() -> Backend | None:
@@ -71,7 +85,15 @@ def _load_native() -> Backend | None:
         from streambpe.core import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    return Backend("native", _native.learn_merges, _native.BytePairEncoder)
+    scanned_patterns = frozenset({GPT2, CL100K, O200K})
+
+    def pretokenizer(pattern: str) -> Pretokenizing:
+        if pattern in scanned_patterns:
+            scanner: Pretokenizing = _native.NativePretokenizer(pattern)
+            return scanner
+        return Pretokenizer(pattern)
+
+    return Backend("native", pretokenizer, _native.learn_merges, _native.BytePairEncoder)
 
 
 NATIVE: Backend | None = _load_native()

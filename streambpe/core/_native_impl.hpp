@@ -462,6 +462,10 @@ public:
         hits_ = misses_ = 0;
     }
 
+    // Counts a lookup answered without the cache and without BPE (a piece that
+    // is itself a token), so hits still mean "lookups that ran no BPE".
+    void count_hit() { ++hits_; }
+
     size_t hits() const { return hits_; }
     size_t misses() const { return misses_; }
     size_t maxsize() const { return maxsize_; }

@@ -11,16 +11,24 @@ splits it, and each part's id comes from the encoder.
 >>> pieces = PieceEncoder(encoder, {b"ab": 0}, cache_size=8)
 >>> out: list[int] = []
 >>> pieces.encode_pieces(["ab", "abc", "ab"], out)
->>> out, pieces.cache_info()
-([256, 256, 99, 256], (1, 2, 8, 2))
+>>> out, pieces.cache_info()  # "ab" is a token: no BPE ran for it, so it is no miss
+([256, 256, 99, 256], (2, 1, 8, 2))
 """
 
 from __future__ import annotations
 
 from itertools import chain
+from typing import Protocol
 
 from streambpe.core.bpe import merge_piece
 from streambpe.core.piece_cache import PieceCache, TokenIds
+
+
+class Pretokenizing(Protocol):
+    """Cuts text into pieces: the same list as ``regex.findall(pattern, text)``."""
+
+    def pieces(self, text: str) -> list[str]: ...
+
 
 #: Pieces looked up per C-level call (a few milliseconds).
 _LOOKUP_BATCH = 1 << 15
@@ -39,9 +47,16 @@ class PieceEncoder:
         self._encoder = encoder
         self._ranks = ranks
         self._cache = PieceCache(self._encode_piece, cache_size)
+        # Cache misses that were whole tokens: no BPE ran for them, so they count as hits.
+        self._whole_token_misses = 0
 
     def _encode_piece(self, piece: str) -> TokenIds:
-        return tuple(self.encode_bytes(piece.encode("utf-8")))
+        data = piece.encode("utf-8")
+        whole = self._encoder.get(data)
+        if whole is not None:
+            self._whole_token_misses += 1
+            return (whole,)
+        return tuple(self.encode_bytes(data))
 
     def encode_bytes(self, piece: bytes) -> list[int]:
         """The ids of one piece's bytes, without the cache.
@@ -68,10 +83,23 @@ class PieceEncoder:
         for start in range(0, len(pieces), _LOOKUP_BATCH):
             out.extend(chain.from_iterable(map(lookup, pieces[start : start + _LOOKUP_BATCH])))
 
+    def encode_text(
+        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: list[int]
+    ) -> None:
+        """Append the ids of ordinary ``text`` (no special tokens): cut by ``pretokenizer``.
+
+        ``pattern`` names what ``pretokenizer`` runs; the compiled kernel uses it
+        to scan the built-in patterns itself, this one has no scanner of its own.
+        """
+        self.encode_pieces(pretokenizer.pieces(text), out)
+
     def cache_info(self) -> tuple[int, int, int, int]:
-        """``(hits, misses, maxsize, currsize)``; hits are lookups that ran no BPE."""
-        return tuple(self._cache.info())  # type: ignore[return-value]
+        """``(hits, misses, maxsize, currsize)``: misses are lookups that ran BPE."""
+        hits, misses, maxsize, currsize = self._cache.info()
+        whole = self._whole_token_misses
+        return (hits + whole, misses - whole, maxsize, currsize)
 
     def clear_cache(self) -> None:
         """Empty the cache and zero its counts."""
         self._cache.reset()
+        self._whole_token_misses = 0

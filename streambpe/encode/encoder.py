@@ -1,7 +1,7 @@
 """The encoding engine: text to ids and back, identical to tiktoken for the same vocabulary.
 
 Encoding runs special-token scanning (:mod:`~streambpe.cutting.specials`), then
-the pretokenizer (:mod:`~streambpe.encode.pretokenize`), then the pieces-to-ids
+the pretokenizer (:mod:`~streambpe.core.pretokenize`), then the pieces-to-ids
 kernel of the active backend (:mod:`streambpe.core`: a piece cache in front of
 rank-based BPE). The public :class:`~streambpe.tokenizer.Tokenizer` adds
 loading, saving and the streaming entry points on top of this class.
@@ -21,10 +21,9 @@ from functools import lru_cache
 from typing import Any, Final, Literal, NamedTuple
 
 from streambpe import core
-from streambpe.core import PieceEncoding
+from streambpe.core import PieceEncoding, Pretokenizing
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
-from streambpe.encode.pretokenize import Pretokenizer
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
 
@@ -93,7 +92,6 @@ class Encoder:
         if cache_size < 0:
             raise ParameterError(f"cache_size must be >= 0, got {cache_size}")
         self._cache_size = cache_size
-        self._pretokenizer = Pretokenizer(self.pattern)
         self._ranks = dict(ranks)
         self._decoder: dict[int, bytes] = dict(vocab)
         self._special_ids = _assign_special_ids(self._decoder, special_tokens)
@@ -112,9 +110,9 @@ class Encoder:
         for token, token_id in self._special_ids.items():
             self._decoder[token_id] = token.encode("utf-8")
         self._scanner = SpecialTokenScanner(self._special_ids)
-        # One kernel per backend, built on first use: switching backends (tests,
-        # benchmarks) never mixes one backend's cache into another's results.
-        self._kernels: dict[str, PieceEncoding] = {}
+        # One pair of kernels per backend, built on first use: switching backends
+        # (tests, benchmarks) never mixes one backend's cache into another's results.
+        self._kernels: dict[str, tuple[Pretokenizing, PieceEncoding]] = {}
 
     # ----------------------------------------------------------------- pickling
 
@@ -160,27 +158,31 @@ class Encoder:
         """The id of ``<|endoftext|>``, or None if there is no such special token."""
         return self._special_ids.get("<|endoftext|>")
 
-    def _kernel(self) -> PieceEncoding:
+    def _kernel(self) -> tuple[Pretokenizing, PieceEncoding]:
         backend = core.active_backend()
         kernel = self._kernels.get(backend.name)
         if kernel is None:
-            kernel = backend.piece_encoder(self._encoder, self._ranks, self._cache_size)
+            kernel = (
+                backend.pretokenizer(self.pattern),
+                backend.piece_encoder(self._encoder, self._ranks, self._cache_size),
+            )
             self._kernels[backend.name] = kernel
         return kernel
 
     def cache_info(self) -> CacheInfo:
         """Piece-cache hits, misses and size (of the active backend's cache)."""
-        return CacheInfo(*self._kernel().cache_info())
+        return CacheInfo(*self._kernel()[1].cache_info())
 
     def clear_cache(self) -> None:
         """Empty the piece cache and zero its counts (for cold-cache measurements)."""
-        for kernel in self._kernels.values():
-            kernel.clear_cache()
+        for _pretokenizer, pieces in self._kernels.values():
+            pieces.clear_cache()
 
     # ----------------------------------------------------------------- encoding
 
     def _encode_ordinary_into(self, text: str, out: list[int]) -> None:
-        self._kernel().encode_pieces(self._pretokenizer.pieces(text), out)
+        pretokenizer, pieces = self._kernel()
+        pieces.encode_text(text, self.pattern, pretokenizer, out)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special tokens as plain text.

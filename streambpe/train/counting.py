@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from streambpe import core
 from streambpe._support.pool import ordered_map, process_pool
 from streambpe._support.utf8 import DecodeErrors
+from streambpe.core import Pretokenizing
 from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
 from streambpe.cutting.specials import SpecialTokenScanner
-from streambpe.encode.pretokenize import Pretokenizer
 from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS
 
 #: Word (a pretoken, as text) -> number of occurrences.
@@ -47,8 +48,13 @@ class CountTask:
 
 
 @cache
-def _pretokenizer(pattern: str) -> Pretokenizer:
-    return Pretokenizer(pattern)
+def _cached_pretokenizer(backend: str, pattern: str) -> Pretokenizing:
+    return core.active_backend().pretokenizer(pattern)
+
+
+def _pretokenizer(pattern: str) -> Pretokenizing:
+    """The active backend's pretokenizer for ``pattern``, built once per process."""
+    return _cached_pretokenizer(core.active_backend().name, pattern)
 
 
 def _count_text_into(

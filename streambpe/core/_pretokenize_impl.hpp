@@ -1,0 +1,384 @@
+// Native pretokenizer: one hand-written scanner per built-in pattern.
+//
+// Each scanner cuts a text into exactly the pieces that
+// `regex.findall(pattern, text)` returns for the GPT-2 (r50k), cl100k_base and
+// o200k_base patterns of `streambpe/patterns.py`, without a regex engine.
+// Every function below implements one alternative of one pattern and says why
+// it gives the same match as the backtracking engine: the leftmost alternative
+// that matches wins, and inside it greedy quantifiers give back characters
+// one at a time from the longest run, while possessive ones (`++`, `?+`)
+// never give back.
+//
+// The text is a buffer of code units of CPython's three str storage kinds
+// (1, 2 or 4 bytes, one code point per unit; a 2- or 4-byte str may hold lone
+// surrogates, which are in none of the letter, number or space classes).
+// Character classes are looked up in a ClassTable built at run time from the
+// installed `regex` module (streambpe/core/unicode_classes.py), so both
+// implementations agree on every code point. No Python object is touched:
+// callers may scan without holding the GIL.
+//
+// Plain C++17, header only.
+
+#ifndef STREAMBPE_PRETOKENIZE_IMPL_HPP
+#define STREAMBPE_PRETOKENIZE_IMPL_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+namespace streambpe {
+namespace pretokenize {
+
+enum class Pattern { GPT2, CL100K, O200K };
+
+// One bit per character class that appears in the patterns. The order must
+// match `CLASS_BITS` in unicode_classes.py (the tests check every code point).
+enum ClassBit : uint16_t {
+    LETTER = 1u << 0,      // \p{L}
+    NUMBER = 1u << 1,      // \p{N}
+    SPACE = 1u << 2,       // \s
+    UPPER_LIKE = 1u << 3,  // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]  (o200k)
+    LOWER_LIKE = 1u << 4,  // [\p{Ll}\p{Lm}\p{Lo}\p{M}]        (o200k)
+    // (?i:x) for each letter of the contractions. Case-insensitive matching in
+    // `regex` uses simple case folding, so (?i:s) also matches U+017F LONG S.
+    FOLD_S = 1u << 5,
+    FOLD_D = 1u << 6,
+    FOLD_M = 1u << 7,
+    FOLD_T = 1u << 8,
+    FOLD_L = 1u << 9,
+    FOLD_V = 1u << 10,
+    FOLD_E = 1u << 11,
+    FOLD_R = 1u << 12,
+};
+
+// Class bits of every code point, as a two-stage table: `block_of[cp >> 8]`
+// names a 256-entry block of `blocks`; identical blocks (most of the code
+// space) are stored once. Latin-1 gets a direct table, the hot path for
+// ASCII-heavy text.
+class ClassTable {
+   public:
+    static constexpr uint32_t CODE_POINTS = 0x110000;
+    static constexpr uint32_t BLOCK_SIZE = 256;
+    static constexpr uint32_t BLOCK_COUNT = CODE_POINTS / BLOCK_SIZE;
+
+    ClassTable(const uint16_t* block_of, size_t block_of_length, const uint16_t* blocks,
+               size_t blocks_length)
+        : block_of_(block_of, block_of + block_of_length), blocks_(blocks, blocks + blocks_length) {
+        if (block_of_length != BLOCK_COUNT || blocks_length % BLOCK_SIZE != 0) {
+            throw std::invalid_argument("class table: wrong stage sizes");
+        }
+        for (uint16_t block : block_of_) {
+            if (static_cast<size_t>(block) * BLOCK_SIZE >= blocks_length) {
+                throw std::invalid_argument("class table: block index out of range");
+            }
+        }
+        for (uint32_t cp = 0; cp < BLOCK_SIZE; ++cp) latin1_[cp] = lookup(cp);
+    }
+
+    uint16_t operator()(uint32_t cp) const {
+        if (cp < BLOCK_SIZE) return latin1_[cp];
+        return cp < CODE_POINTS ? lookup(cp) : 0;
+    }
+
+   private:
+    uint16_t lookup(uint32_t cp) const {
+        return blocks_[static_cast<size_t>(block_of_[cp / BLOCK_SIZE]) * BLOCK_SIZE + cp % BLOCK_SIZE];
+    }
+
+    std::vector<uint16_t> block_of_;
+    std::vector<uint16_t> blocks_;
+    uint16_t latin1_[BLOCK_SIZE];
+};
+
+// The piece scanners over one text. Each `*_piece(i)` returns the end of the
+// piece that starts at `i` (i < length); pieces are contiguous because every
+// character starts a match of some alternative (each pattern ends with a
+// catch-all for whitespace, and every other character is a letter, a number
+// or in `[^\s\p{L}\p{N}]`). Functions named after one alternative return
+// NO_MATCH when it does not match at `i`.
+template <class Unit>
+class Scanner {
+   public:
+    Scanner(const ClassTable& table, const Unit* text, size_t length)
+        : table_(table), text_(text), n_(length) {}
+
+    size_t gpt2_piece(size_t i) const {
+        if (size_t end = gpt2_contraction(i)) return end;
+        // ` ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++`: the optional space is a
+        // space (which is in none of the three classes), so the alternatives
+        // reduce to "classify the character after the optional space and take
+        // its whole run". The three classes are disjoint, so at most one applies.
+        size_t p = at(i) == ' ' ? i + 1 : i;
+        uint16_t c = bits(p);
+        if (c & LETTER) return run(p, LETTER);
+        if (c & NUMBER) return run(p, NUMBER);
+        if (p < n_ && is_other(c)) return run_other(p);
+        // Only whitespace is left at `i`.
+        return trailing_space(i);
+    }
+
+    size_t cl100k_piece(size_t i) const {
+        if (size_t end = ci_contraction(i)) return end;
+        if (size_t end = cl100k_word(i)) return end;
+        uint16_t c = bits(i);
+        // `\p{N}{1,3}+`: the greedy count takes up to three numbers.
+        if (c & NUMBER) return run_at_most(i, NUMBER, 3);
+        if (size_t end = cl100k_punctuation(i)) return end;
+        // Only whitespace is left at `i`.
+        size_t end = run(i, SPACE);
+        if (end == n_) return end;  // `\s++$`, see trailing_space
+        if (size_t line_end = through_last_newline(i, end)) return line_end;  // `\s*[\r\n]`
+        return end - i >= 2 ? end - 1 : i + 1;  // `\s+(?!\S)|\s`, see trailing_space
+    }
+
+    size_t o200k_piece(size_t i) const {
+        if (size_t end = o200k_word(i)) return end;
+        // `\p{N}{1,3}`: greedy, and nothing follows it, so as `{1,3}+`.
+        if (bits(i) & NUMBER) return run_at_most(i, NUMBER, 3);
+        if (size_t end = o200k_punctuation(i)) return end;
+        // Only whitespace is left at `i`: `\s*[\r\n]+|\s+(?!\S)|\s+`.
+        size_t end = run(i, SPACE);
+        if (size_t line_end = through_last_newline(i, end)) return line_end;
+        // `\s+(?!\S)` gives back the last space when a non-space follows and
+        // the run has two or more; else `\s+` takes the single space.
+        if (end == n_ || end - i < 2) return end;
+        return end - 1;
+    }
+
+   private:
+    static constexpr size_t NO_MATCH = 0;  // a match always ends after its start >= 0
+
+    Unit at(size_t i) const { return text_[i]; }
+    uint16_t bits(size_t i) const { return i < n_ ? table_(static_cast<uint32_t>(text_[i])) : 0; }
+    static bool is_other(uint16_t c) { return !(c & (LETTER | NUMBER | SPACE)); }  // [^\s\p{L}\p{N}]
+    bool is_newline(size_t i) const { return i < n_ && (text_[i] == '\r' || text_[i] == '\n'); }
+
+    // End of the run of characters in `mask` that starts at `i`.
+    size_t run(size_t i, uint16_t mask) const {
+        while (i < n_ && (table_(static_cast<uint32_t>(text_[i])) & mask)) ++i;
+        return i;
+    }
+    size_t run_at_most(size_t i, uint16_t mask, size_t limit) const {
+        size_t stop = n_ - i < limit ? n_ : i + limit;
+        while (i < stop && (table_(static_cast<uint32_t>(text_[i])) & mask)) ++i;
+        return i;
+    }
+    // End of the run of `[^\s\p{L}\p{N}]` that starts at `i`.
+    size_t run_other(size_t i) const {
+        while (i < n_ && is_other(table_(static_cast<uint32_t>(text_[i])))) ++i;
+        return i;
+    }
+    size_t run_newlines(size_t i, bool slash_too) const {
+        while (i < n_ && (text_[i] == '\r' || text_[i] == '\n' || (slash_too && text_[i] == '/'))) ++i;
+        return i;
+    }
+
+    // GPT-2 `'(?:[sdmt]|ll|ve|re)`: case-sensitive ASCII.
+    size_t gpt2_contraction(size_t i) const {
+        if (at(i) != '\'' || i + 1 >= n_) return NO_MATCH;
+        Unit a = at(i + 1);
+        if (a == 's' || a == 'd' || a == 'm' || a == 't') return i + 2;
+        if (i + 2 >= n_) return NO_MATCH;
+        Unit b = at(i + 2);
+        if ((a == 'l' && b == 'l') || (a == 'v' && b == 'e') || (a == 'r' && b == 'e')) return i + 3;
+        return NO_MATCH;
+    }
+
+    // cl100k `'(?i:[sdmt]|ll|ve|re)`. The alternatives start with different
+    // letters, so their order does not matter.
+    size_t ci_contraction(size_t i) const {
+        if (at(i) != '\'') return NO_MATCH;
+        return contraction_letters(i + 1, FOLD_S | FOLD_D | FOLD_M | FOLD_T);
+    }
+
+    // The letters after the apostrophe of a case-insensitive contraction at
+    // `i`: one of `single` (one letter), or `ll`, `ve`, `re`.
+    size_t contraction_letters(size_t i, uint16_t single) const {
+        uint16_t a = bits(i);
+        if (a & single) return i + 1;
+        uint16_t b = bits(i + 1);
+        if (((a & FOLD_L) && (b & FOLD_L)) || ((a & (FOLD_V | FOLD_R)) && (b & FOLD_E))) return i + 2;
+        return NO_MATCH;
+    }
+
+    // cl100k `[^\r\n\p{L}\p{N}]?+\p{L}++`. The possessive `?+` never gives
+    // back its character, but giving it back could not help anyway: that
+    // character is not a letter, and `\p{L}++` needs one.
+    size_t cl100k_word(size_t i) const {
+        uint16_t c = bits(i);
+        if (c & LETTER) return run(i, LETTER);
+        if (!(c & NUMBER) && !is_newline(i) && (bits(i + 1) & LETTER)) return run(i + 1, LETTER);
+        return NO_MATCH;
+    }
+
+    // cl100k ` ?[^\s\p{L}\p{N}]++[\r\n]*+`: when `i` holds a space, the
+    // alternative without it fails (a space is not in the class).
+    size_t cl100k_punctuation(size_t i) const {
+        size_t p = at(i) == ' ' ? i + 1 : i;
+        if (p >= n_ || !is_other(bits(p))) return NO_MATCH;
+        return run_newlines(run_other(p), false);
+    }
+
+    // o200k ` ?[^\s\p{L}\p{N}]+[\r\n/]*`: greedy, not possessive, but
+    // `[\r\n/]*` always matches, so the class run never gives anything back.
+    size_t o200k_punctuation(size_t i) const {
+        size_t p = at(i) == ' ' ? i + 1 : i;
+        if (p >= n_ || !is_other(bits(p))) return NO_MATCH;
+        return run_newlines(run_other(p), true);
+    }
+
+    // The whitespace alternatives of GPT-2 at a space `i`: `\s++$|\s+(?!\S)|\s`.
+    // `\s++$` takes the whole run if it reaches the end (`$` also matches
+    // before a final "\n", but the run would have taken that "\n"). Else
+    // `\s+(?!\S)` backs off one space, which is followed by a space, if the
+    // run has two or more; a single space is `\s`.
+    size_t trailing_space(size_t i) const {
+        size_t end = run(i, SPACE);
+        if (end == n_) return end;
+        return end - i >= 2 ? end - 1 : i + 1;
+    }
+
+    // `\s*[\r\n]` (cl100k) and `\s*[\r\n]+` (o200k) on the space run [i, end):
+    // `\s*` takes the whole run, then backs off until a "\r" or "\n" follows,
+    // that is to the last one in the run; `[\r\n]+` then cannot take more,
+    // since the next character is not one (it is after the last in the run).
+    size_t through_last_newline(size_t i, size_t end) const {
+        for (size_t k = end; k > i; --k) {
+            if (text_[k - 1] == '\r' || text_[k - 1] == '\n') return k;
+        }
+        return NO_MATCH;
+    }
+
+    // The two o200k word alternatives, with U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
+    // W = [\p{Ll}\p{Lm}\p{Lo}\p{M}], X = [^\r\n\p{L}\p{N}] and S the suffix
+    // `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`:
+    //     X?U*W+S?  |  X?U+W*S?
+    // Neither is possessive. Both `X?` are greedy: they try with the character
+    // at `i` first, then without it, which can only help when it is a mark
+    // (\p{M} is in X, U and W alike). The first alternative, over both
+    // choices, is tried before the second.
+    size_t o200k_word(size_t i) const {
+        bool lead = is_lead(i);
+        if (lead) {
+            if (size_t end = upper_then_lower(i + 1)) return o200k_suffix(end);
+        }
+        if (size_t end = upper_then_lower(i)) return o200k_suffix(end);
+        if (lead) {
+            if (size_t end = upper_run(i + 1)) return o200k_suffix(end);
+        }
+        if (size_t end = upper_run(i)) return o200k_suffix(end);
+        return NO_MATCH;
+    }
+
+    // X = [^\r\n\p{L}\p{N}] at i.
+    bool is_lead(size_t i) const { return i < n_ && !(bits(i) & (LETTER | NUMBER)) && !is_newline(i); }
+
+    // `U*W+` at p. `U*` takes the whole run [p, u). If a W follows, `W+`
+    // takes its whole run (the optional suffix after it always matches, so
+    // `W+` never gives back). Else `U*` gives back one character at a time
+    // until `W+` can start: at the last character of [p, u) that is also in
+    // W (Lm, Lo, M). `W+` stops right after it, because every later character
+    // of the run is only in U and the character at u is not in W.
+    size_t upper_then_lower(size_t p) const {
+        size_t u = run(p, UPPER_LIKE);
+        if (bits(u) & LOWER_LIKE) return run(u, LOWER_LIKE);
+        for (size_t k = u; k > p; --k) {
+            if (bits(k - 1) & LOWER_LIKE) return k;
+        }
+        return NO_MATCH;
+    }
+
+    // `U+W*` at p, tried only after `U*W+` failed at p: then the character
+    // after the U run is not in W, so `W*` matches nothing.
+    size_t upper_run(size_t p) const {
+        size_t u = run(p, UPPER_LIKE);
+        return u > p ? u : NO_MATCH;
+    }
+
+    // `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` at `i`; the alternatives start with
+    // different letters, so at most one matches.
+    size_t o200k_suffix(size_t i) const {
+        if (i >= n_ || at(i) != '\'') return i;
+        size_t end = contraction_letters(i + 1, FOLD_S | FOLD_T | FOLD_M | FOLD_D);
+        return end != NO_MATCH ? end : i;
+    }
+
+    const ClassTable& table_;
+    const Unit* text_;
+    size_t n_;
+};
+
+// Calls `emit(start, end)` (code-unit offsets) for each piece of
+// `text[0:length]` under `pattern`, in order.
+template <class Unit, class Emit>
+void scan_pieces(Pattern pattern, const ClassTable& table, const Unit* text, size_t length,
+                 Emit&& emit) {
+    Scanner<Unit> scanner(table, text, length);
+    size_t start = 0;
+    // One loop per pattern so the branch on the pattern is outside the loop.
+    switch (pattern) {
+        case Pattern::GPT2:
+            while (start < length) {
+                size_t end = scanner.gpt2_piece(start);
+                emit(start, end);
+                start = end;
+            }
+            break;
+        case Pattern::CL100K:
+            while (start < length) {
+                size_t end = scanner.cl100k_piece(start);
+                emit(start, end);
+                start = end;
+            }
+            break;
+        case Pattern::O200K:
+            while (start < length) {
+                size_t end = scanner.o200k_piece(start);
+                emit(start, end);
+                start = end;
+            }
+            break;
+    }
+}
+
+// Entry points for callers that cannot pass a C++ callable (Cython): the text
+// is `length` code units of `unit_size` bytes (1, 2 or 4) at `data`.
+template <class Emit>
+void scan_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_size,
+                         const void* data, size_t length, Emit&& emit) {
+    switch (unit_size) {
+        case 1:
+            scan_pieces(pattern, table, static_cast<const uint8_t*>(data), length, emit);
+            break;
+        case 2:
+            scan_pieces(pattern, table, static_cast<const uint16_t*>(data), length, emit);
+            break;
+        case 4:
+            scan_pieces(pattern, table, static_cast<const uint32_t*>(data), length, emit);
+            break;
+        default:
+            throw std::invalid_argument("unit size must be 1, 2 or 4");
+    }
+}
+
+// Appends the end offset of every piece to `ends` (each piece starts where
+// the previous one ended, the first at 0).
+inline void piece_ends(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
+                       size_t length, std::vector<size_t>& ends) {
+    scan_pieces_of_kind(pattern, table, unit_size, data, length,
+                        [&ends](size_t, size_t end) { ends.push_back(end); });
+}
+
+inline size_t count_pieces(Pattern pattern, const ClassTable& table, int unit_size,
+                           const void* data, size_t length) {
+    size_t count = 0;
+    scan_pieces_of_kind(pattern, table, unit_size, data, length,
+                        [&count](size_t, size_t) { ++count; });
+    return count;
+}
+
+}  // namespace pretokenize
+}  // namespace streambpe
+
+#endif  // STREAMBPE_PRETOKENIZE_IMPL_HPP
