@@ -1,4 +1,4 @@
-"""In-memory encoding: streambpe against tiktoken on the same multilingual text.
+"""In-memory encoding: streambpe (each backend) against tiktoken, fastokens and splintr.
 
 Both tokenizers are built offline from the same ``.tiktoken`` files (r50k, the
 GPT-2 encoding, and cl100k). streambpe starts every round with a fresh
@@ -13,16 +13,31 @@ would make the ratio meaningless.
 
 ``encode_batch`` takes the same text cut into about 1000 documents; tiktoken's
 version spreads them over threads, ours over whatever it uses.
+
+Every streambpe test runs once per kernel backend (the ``backend`` fixture),
+selected around the timed call; the tokenizer's kernel for that backend is
+built in the untimed setup, as tiktoken's tables are built before its clock.
+
+The peers fastokens and splintr (the ``bench`` extra) load the same
+``.tiktoken`` files (see :mod:`peers`); each one's ids are compared with
+tiktoken's on the benchmark text before it is timed, and a peer that differs or
+cannot be built offline skips with the reason.
 """
 
 from __future__ import annotations
 
-import hashlib
-from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from peers import (
+    ENCODE_PEERS,
+    PeerUnavailable,
+    build_encode_peer,
+    first_difference,
+    ids_digest,
+    quicktok_unavailable_reason,
+)
 
 if TYPE_CHECKING:
     from conftest import EncodingFiles, Report
@@ -30,11 +45,6 @@ if TYPE_CHECKING:
 ENCODING_NAMES = ("r50k", "cl100k")
 METHODS = ("encode", "encode_ordinary")
 ROUNDS = 3
-
-
-def ids_digest(ids: Sequence[int]) -> str:
-    """A short fingerprint of a token list, to compare results without keeping them."""
-    return hashlib.blake2b(array("I", ids).tobytes(), digest_size=16).hexdigest()
 
 
 def tiktoken_call(encoding: Any, method: str) -> Callable[[str], list[int]]:
@@ -68,11 +78,20 @@ def cache_hit_rate(tokenizer: Any) -> float | None:
     return round(info.hits / lookups, 4) if lookups else None
 
 
-def fresh_tokenizer(streambpe_api: Callable[..., Any], files: EncodingFiles) -> Any:
+def fresh_tokenizer(
+    streambpe_api: Callable[..., Any], files: EncodingFiles, backend: str | None = None
+) -> Any:
+    """A new tokenizer (empty piece cache), its kernel for ``backend`` already built."""
     tokenizer_class = streambpe_api("Tokenizer")
-    return tokenizer_class.from_tiktoken(
+    tokenizer = tokenizer_class.from_tiktoken(
         files.path, pattern=files.pattern, special_tokens=files.special_tokens
     )
+    if backend is not None:
+        from streambpe.core import using_backend
+
+        with using_backend(backend):
+            tokenizer.cache_info()  # builds the backend's kernel outside the clock
+    return tokenizer
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -86,29 +105,36 @@ def test_encode_streambpe(
     encode_text: str,
     name: str,
     method: str,
+    backend: str,
 ) -> None:
+    from streambpe.core import using_backend
+
     files = encoding_files(name)
     benchmark.group = f"{method}-{name}"
     tokenizers: list[Any] = []
 
     def cold_tokenizer() -> tuple[tuple[Any, str], dict[str, Any]]:
-        tokenizers.append(fresh_tokenizer(streambpe_api, files))
+        tokenizers.append(fresh_tokenizer(streambpe_api, files, backend))
         return (tokenizers[-1], encode_text), {}
 
     def run(tokenizer: Any, text: str) -> list[int]:
-        return getattr(tokenizer, method)(text)  # type: ignore[no-any-return]
+        with using_backend(backend):
+            return getattr(tokenizer, method)(text)  # type: ignore[no-any-return]
 
     ids = benchmark.pedantic(report.timed(run), setup=cold_tokenizer, rounds=ROUNDS)
     matches = ids_digest(ids) == tiktoken_digest(reference_digests, files, method, encode_text)
+    with using_backend(backend):
+        hit_rate = cache_hit_rate(tokenizers[-1])
     report.finish(
         f"streambpe {method}",
         ours=True,
+        backend=backend,
         input_bytes=len(encode_text.encode("utf-8")),
         tokens=len(ids),
-        cache_hit_rate=cache_hit_rate(tokenizers[-1]),
+        cache_hit_rate=hit_rate,
         matches_tiktoken=matches,
     )
-    assert matches, f"streambpe {method} ids differ from tiktoken's for {name}"
+    assert matches, f"streambpe {method} ids differ from tiktoken's for {name} ({backend})"
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -143,21 +169,27 @@ def test_encode_batch_streambpe(
     encoding_files: Callable[[str], EncodingFiles],
     encode_documents: list[str],
     name: str,
+    backend: str,
 ) -> None:
+    from streambpe.core import using_backend
+
     files = encoding_files(name)
     streambpe_api("Tokenizer", "encode_batch")
     benchmark.group = f"encode_batch-{name}"
 
     def cold_tokenizer() -> tuple[tuple[Any, list[str]], dict[str, Any]]:
-        return (fresh_tokenizer(streambpe_api, files), encode_documents), {}
+        return (fresh_tokenizer(streambpe_api, files, backend), encode_documents), {}
 
     def run(tokenizer: Any, documents: list[str]) -> list[list[int]]:
-        return tokenizer.encode_batch(documents)  # type: ignore[no-any-return]
+        # Worker processes are forked inside the block, so they inherit the backend.
+        with using_backend(backend):
+            return tokenizer.encode_batch(documents)  # type: ignore[no-any-return]
 
     batches = benchmark.pedantic(report.timed(run), setup=cold_tokenizer, rounds=ROUNDS)
     report.finish(
         "streambpe encode_batch",
         ours=True,
+        backend=backend,
         input_bytes=sum(len(document.encode("utf-8")) for document in encode_documents),
         tokens=sum(map(len, batches)),
         documents=len(encode_documents),
@@ -185,3 +217,111 @@ def test_encode_batch_tiktoken(
         tokens=sum(map(len, batches)),
         documents=len(encode_documents),
     )
+
+
+# ---------------------------------------------------------------------------
+# Peers: fastokens and splintr, checked against tiktoken before they are timed
+
+
+def checked_peer(
+    peer_name: str,
+    files: EncodingFiles,
+    call: str,
+    text: str,
+    reference: list[int],
+) -> Any:
+    """The peer, built offline, once its ids for ``text`` equal ``reference``; else skip."""
+    try:
+        peer = build_encode_peer(peer_name, str(files.path), files.pattern, files.special_tokens)
+    except PeerUnavailable as exc:
+        pytest.skip(str(exc))
+    difference = first_difference(reference, getattr(peer, call)(text))
+    if difference is not None:
+        pytest.skip(
+            f"{peer_name} {call} ids differ from tiktoken's on the {files.name} text: {difference}"
+        )
+    return peer
+
+
+@pytest.fixture(scope="module")
+def tiktoken_ids() -> Callable[[EncodingFiles, str, str], list[int]]:
+    """tiktoken's ids for ``(files, method, text)``, kept for the last text only (they are big)."""
+    kept: dict[tuple[str, str, int], list[int]] = {}
+
+    def ids(files: EncodingFiles, method: str, text: str) -> list[int]:
+        key = (files.name, method, id(text))
+        if key not in kept:
+            kept.clear()
+            kept[key] = tiktoken_call(files.tiktoken(), method)(text)
+        return kept[key]
+
+    return ids
+
+
+@pytest.mark.parametrize("peer_name", ENCODE_PEERS)
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_encode_peer(
+    benchmark: Any,
+    report: Report,
+    encoding_files: Callable[[str], EncodingFiles],
+    tiktoken_ids: Callable[[EncodingFiles, str, str], list[int]],
+    encode_text: str,
+    name: str,
+    method: str,
+    peer_name: str,
+) -> None:
+    files = encoding_files(name)
+    benchmark.group = f"{method}-{name}"
+    peer = checked_peer(
+        peer_name, files, method, encode_text, tiktoken_ids(files, method, encode_text)
+    )
+    ids = benchmark.pedantic(
+        report.timed(getattr(peer, method)), args=(encode_text,), rounds=ROUNDS
+    )
+    report.finish(
+        f"{peer_name} {method} ({peer.how})",
+        ours=False,
+        input_bytes=len(encode_text.encode("utf-8")),
+        tokens=len(ids),
+    )
+
+
+@pytest.mark.parametrize("peer_name", ENCODE_PEERS)
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_encode_batch_peer(
+    benchmark: Any,
+    report: Report,
+    encoding_files: Callable[[str], EncodingFiles],
+    encode_documents: list[str],
+    name: str,
+    peer_name: str,
+) -> None:
+    files = encoding_files(name)
+    benchmark.group = f"encode_batch-{name}"
+    encoding = files.tiktoken()
+    probe = encode_documents[: max(1, len(encode_documents) // 10)]
+    reference = [i for ids in encoding.encode_batch(probe, allowed_special="all") for i in ids]
+    try:
+        peer = build_encode_peer(peer_name, str(files.path), files.pattern, files.special_tokens)
+    except PeerUnavailable as exc:
+        pytest.skip(str(exc))
+    difference = first_difference(reference, [i for ids in peer.encode_batch(probe) for i in ids])
+    if difference is not None:
+        pytest.skip(f"{peer_name} encode_batch ids differ from tiktoken's: {difference}")
+    batches = benchmark.pedantic(
+        report.timed(peer.encode_batch), args=(encode_documents,), rounds=ROUNDS
+    )
+    report.finish(
+        f"{peer_name} encode_batch (its threads)",
+        ours=False,
+        input_bytes=sum(len(document.encode("utf-8")) for document in encode_documents),
+        tokens=sum(map(len, batches)),
+        documents=len(encode_documents),
+    )
+
+
+def test_encode_quicktok() -> None:
+    """quicktok is a candidate peer; it cannot load tiktoken ranks, and the skip says so."""
+    pytest.importorskip("quicktok", reason="quicktok is not installed (optional peer)")
+    pytest.skip(quicktok_unavailable_reason())

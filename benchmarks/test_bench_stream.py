@@ -14,6 +14,10 @@ extrapolated; its memory is not comparable and is not reported.
 ``aencode_iterable`` is timed against the synchronous ``encode_iterable`` and
 ``encode`` on the in-memory encode text, fed line by line, under asyncio and
 trio, each round with a cold cache.
+
+Every streambpe test runs once per kernel backend (the ``backend`` fixture);
+the child-process job gets the backend's name and selects it itself, before
+its worker processes start (they inherit it).
 """
 
 from __future__ import annotations
@@ -46,15 +50,18 @@ def encode_file_streambpe(
     input_path: str,
     output_path: str,
     workers: int,
-) -> dict[str, int]:
+    backend: str,
+) -> dict[str, int | str]:
     """Child-process job: build the r50k tokenizer, then encode the file to ``output_path``."""
     import streambpe
+    from streambpe.core import using_backend
 
-    tokenizer = streambpe.Tokenizer.from_tiktoken(
-        tiktoken_path, pattern=pattern, special_tokens=special_tokens
-    )
-    stats = tokenizer.encode_file(input_path, output_path, workers=workers)
-    return {"bytes": stats.bytes, "tokens": stats.tokens}
+    with using_backend(backend):
+        tokenizer = streambpe.Tokenizer.from_tiktoken(
+            tiktoken_path, pattern=pattern, special_tokens=special_tokens
+        )
+        stats = tokenizer.encode_file(input_path, output_path, workers=workers)
+        return {"bytes": stats.bytes, "tokens": stats.tokens, "backend": streambpe.backend()}
 
 
 @pytest.mark.parametrize("size", ["tenth", "full"])
@@ -66,6 +73,7 @@ def test_encode_file_streambpe(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     size: str,
+    backend: str,
 ) -> None:
     streambpe_api("Tokenizer", "encode_file")
     files = encoding_files("r50k")
@@ -76,23 +84,28 @@ def test_encode_file_streambpe(
     try:
         measured = benchmark.pedantic(
             report.in_child,
-            args=(encode_file_streambpe, *job_args, WORKERS),
+            args=(encode_file_streambpe, *job_args, WORKERS, backend),
             kwargs={"preload": ["streambpe"]},
             rounds=1,
             iterations=1,
         )
     finally:
         output.unlink(missing_ok=True)  # up to gigabytes: do not leave it in /tmp
+    assert measured.result["backend"] == backend, "the child did not run the selected backend"
     name = f"streambpe encode_file ({WORKERS} workers)"
     entry = report.finish(
-        name, ours=True, input_bytes=source.stat().st_size, tokens=measured.result["tokens"]
+        name,
+        ours=True,
+        backend=backend,
+        input_bytes=source.stat().st_size,
+        tokens=measured.result["tokens"],
     )
-    tenth = report.board.find("encode_file-tenth", name)
+    tenth = report.board.find("encode_file-tenth", name, backend)
     if size == "full" and tenth is not None and tenth.peak_rss and entry.peak_rss:
         growth = entry.peak_rss / tenth.peak_rss
         benchmark.extra_info["peak_rss_vs_tenth_size"] = round(growth, 3)
         report.note(
-            f"encode_file peak RSS at full size / at a tenth: {growth:.2f}x "
+            f"encode_file [{backend}] peak RSS at full size / at a tenth: {growth:.2f}x "
             f"({entry.peak_rss / MIB:.0f} vs {tenth.peak_rss / MIB:.0f} MiB)"
         )
 
@@ -151,9 +164,16 @@ def encode_lines(encode_text: str) -> list[str]:
 
 
 def _cold_r50k(
-    streambpe_api: Callable[..., Any], encoding_files: Callable[[str], EncodingFiles]
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    backend: str,
 ) -> Callable[[], tuple[tuple[Any], dict[str, Any]]]:
-    """A pedantic ``setup`` giving each round a fresh r50k tokenizer (cold piece cache)."""
+    """A pedantic ``setup`` giving each round a fresh r50k tokenizer (cold piece cache).
+
+    The tokenizer's kernel for ``backend`` is built here, outside the clock.
+    """
+    from streambpe.core import using_backend
+
     tokenizer_class = streambpe_api("Tokenizer")
     files = encoding_files("r50k")
 
@@ -161,13 +181,15 @@ def _cold_r50k(
         tokenizer = tokenizer_class.from_tiktoken(
             files.path, pattern=files.pattern, special_tokens=files.special_tokens
         )
+        with using_backend(backend):
+            tokenizer.cache_info()
         return (tokenizer,), {}
 
     return setup
 
 
 @pytest.mark.benchmark(group="aencode_iterable")
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("event_loop", ["asyncio", "trio"])
 def test_aencode_iterable(
     benchmark: Any,
     report: Report,
@@ -175,8 +197,11 @@ def test_aencode_iterable(
     encoding_files: Callable[[str], EncodingFiles],
     encode_text: str,
     encode_lines: list[str],
+    event_loop: str,
     backend: str,
 ) -> None:
+    from streambpe.core import using_backend
+
     streambpe_api("Tokenizer", "aencode_iterable")
 
     async def lines() -> AsyncIterator[str]:
@@ -190,14 +215,16 @@ def test_aencode_iterable(
         return count
 
     def run(tokenizer: Any) -> int:
-        return anyio.run(count_tokens, tokenizer, backend=backend)
+        with using_backend(backend):
+            return anyio.run(count_tokens, tokenizer, backend=event_loop)
 
     tokens = benchmark.pedantic(
-        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files), rounds=ROUNDS
+        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files, backend), rounds=ROUNDS
     )
     report.finish(
-        f"streambpe aencode_iterable ({backend})",
+        f"streambpe aencode_iterable ({event_loop})",
         ours=True,
+        backend=backend,
         input_bytes=len(encode_text.encode("utf-8")),
         tokens=tokens,
     )
@@ -211,18 +238,23 @@ def test_encode_iterable_sync(
     encoding_files: Callable[[str], EncodingFiles],
     encode_text: str,
     encode_lines: list[str],
+    backend: str,
 ) -> None:
+    from streambpe.core import using_backend
+
     streambpe_api("Tokenizer", "encode_iterable")
 
     def run(tokenizer: Any) -> int:
-        return sum(1 for _ in tokenizer.encode_iterable(encode_lines))
+        with using_backend(backend):
+            return sum(1 for _ in tokenizer.encode_iterable(encode_lines))
 
     tokens = benchmark.pedantic(
-        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files), rounds=ROUNDS
+        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files, backend), rounds=ROUNDS
     )
     report.finish(
         "streambpe encode_iterable (sync)",
         ours=False,
+        backend=backend,
         input_bytes=len(encode_text.encode("utf-8")),
         tokens=tokens,
     )
@@ -235,16 +267,21 @@ def test_encode_whole_text_sync(
     streambpe_api: Callable[..., Any],
     encoding_files: Callable[[str], EncodingFiles],
     encode_text: str,
+    backend: str,
 ) -> None:
+    from streambpe.core import using_backend
+
     def run(tokenizer: Any) -> int:
-        return len(tokenizer.encode(encode_text))
+        with using_backend(backend):
+            return len(tokenizer.encode(encode_text))
 
     tokens = benchmark.pedantic(
-        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files), rounds=ROUNDS
+        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files, backend), rounds=ROUNDS
     )
     report.finish(
         "streambpe encode (sync, whole text)",
         ours=False,
+        backend=backend,
         input_bytes=len(encode_text.encode("utf-8")),
         tokens=tokens,
     )

@@ -1,0 +1,216 @@
+"""The encoding peers, built offline from the repository's ``.tiktoken`` files, and id checks.
+
+Each peer is a pip package (the ``bench`` extra) that can load tiktoken ranks
+from a local file, so no vocabulary is ever downloaded:
+
+* ``tiktoken`` itself, the reference every other result is checked against;
+* ``fastokens`` (``Tokenizer.from_tiktoken(path, pattern=, special_tokens=)``);
+* ``splintr`` (package ``splintr-rs``; ``Tokenizer(path, pattern, special_tokens)``).
+  Its regex engine does not backtrack and rejects possessive quantifiers
+  (``\\p{L}++``), so it gets the same pattern with them made greedy, which for
+  these patterns matches the same pieces: the ids check below confirms it.
+
+``quicktok`` was considered too: its ``BasicTokenizer`` has no pretokenization
+pattern and loads only its own model files, so it cannot reproduce r50k or
+cl100k from the ranks; the benchmark that tries it skips with that reason.
+
+A peer's ids are compared with tiktoken's on the benchmark text before it is
+timed; :func:`first_difference` says where two id lists part.
+
+>>> possessive_to_greedy(r" ?\\p{L}++|\\p{N}{1,3}+|[^\\r\\n]?+\\p{L}+|\\s++$")
+' ?\\\\p{L}+|\\\\p{N}{1,3}|[^\\\\r\\\\n]?\\\\p{L}+|\\\\s+$'
+>>> first_difference([1, 2, 3], [1, 2, 3]) is None
+True
+>>> first_difference([1, 2, 3], [1, 5])
+'they differ first at index 1 (5 instead of 2); 2 ids instead of 3'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+ENCODE_PEERS = ("fastokens", "splintr")
+
+# A quantifier (+, *, ?, {n}, {n,}, {n,m}) followed by "+" is possessive.
+_POSSESSIVE = re.compile(r"(\+|\*|\?|\{\d+(?:,\d*)?\})\+")
+
+
+class PeerUnavailable(Exception):
+    """The peer is not installed or cannot be built offline from the ranks; the message says why."""
+
+
+def possessive_to_greedy(pattern: str) -> str:
+    """``pattern`` with its possessive quantifiers made greedy (for engines without them)."""
+    return _POSSESSIVE.sub(r"\1", pattern)
+
+
+def ids_digest(ids: Sequence[int]) -> str:
+    """A short fingerprint of a token list, to compare results without keeping them."""
+    return hashlib.blake2b(array("I", ids).tobytes(), digest_size=16).hexdigest()
+
+
+def first_difference(reference: Sequence[int], ids: Sequence[int]) -> str | None:
+    """None if the lists are equal, else where they first differ (for a skip or a note)."""
+    if len(reference) == len(ids) and list(reference) == list(ids):
+        return None
+    index = next(
+        (i for i, (a, b) in enumerate(zip(reference, ids, strict=False)) if a != b),
+        min(len(reference), len(ids)),
+    )
+    found = ids[index] if index < len(ids) else "nothing"
+    wanted = reference[index] if index < len(reference) else "nothing"
+    return (
+        f"they differ first at index {index} ({found} instead of {wanted}); "
+        f"{len(ids)} ids instead of {len(reference)}"
+    )
+
+
+@dataclass(frozen=True)
+class EncodePeer:
+    """A peer tokenizer's calls, shaped like tiktoken's: ``encode`` lets special tokens through."""
+
+    name: str
+    encode: Callable[[str], list[int]]
+    encode_ordinary: Callable[[str], list[int]]
+    encode_batch: Callable[[list[str]], list[list[int]]]
+    #: How the peer runs, for the report (threads, caches).
+    how: str
+
+
+def _fastokens(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
+    try:
+        import fastokens
+    except ImportError as exc:
+        raise PeerUnavailable(
+            f"fastokens is not installed ({exc}); pip install -e '.[bench]'"
+        ) from exc
+    try:
+        tokenizer = fastokens.Tokenizer.from_tiktoken(
+            path, pattern=pattern, special_tokens=special_tokens
+        )
+    except Exception as exc:
+        raise PeerUnavailable(f"fastokens cannot load {path}: {exc}") from exc
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer.encode(text).ids)
+
+    def encode_ordinary(text: str) -> list[int]:
+        return list(tokenizer.encode_ordinary(text).ids)
+
+    def encode_batch(texts: list[str]) -> list[list[int]]:
+        return [list(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
+
+    return EncodePeer("fastokens", encode, encode_ordinary, encode_batch, "1 thread")
+
+
+def _splintr(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
+    try:
+        import splintr
+    except ImportError as exc:
+        raise PeerUnavailable(
+            f"splintr is not installed ({exc}); pip install -e '.[bench]' (package splintr-rs)"
+        ) from exc
+    try:
+        tokenizer = splintr.Tokenizer(path, possessive_to_greedy(pattern), special_tokens)
+    except Exception as exc:
+        raise PeerUnavailable(f"splintr cannot load {path} with this pattern: {exc}") from exc
+
+    def encode(text: str) -> list[int]:
+        # The chunk cache would answer repeated rounds from memory: each call starts empty.
+        tokenizer.clear_cache()
+        return tokenizer.encode_with_special(text)  # type: ignore[no-any-return]
+
+    def encode_ordinary(text: str) -> list[int]:
+        tokenizer.clear_cache()
+        return tokenizer.encode_ordinary(text)  # type: ignore[no-any-return]
+
+    def encode_batch(texts: list[str]) -> list[list[int]]:
+        tokenizer.clear_cache()
+        return tokenizer.encode_batch_with_special(texts)  # type: ignore[no-any-return]
+
+    return EncodePeer("splintr", encode, encode_ordinary, encode_batch, "1 thread, cold cache")
+
+
+_BUILDERS: dict[str, Callable[[str, str, dict[str, int]], EncodePeer]] = {
+    "fastokens": _fastokens,
+    "splintr": _splintr,
+}
+
+
+def build_encode_peer(
+    name: str, path: str, pattern: str, special_tokens: dict[str, int]
+) -> EncodePeer:
+    """Peer ``name`` built from the ``.tiktoken`` file at ``path``, or :class:`PeerUnavailable`."""
+    return _BUILDERS[name](path, pattern, special_tokens)
+
+
+def quicktok_unavailable_reason() -> str:
+    """Why quicktok cannot be an exact peer here (checked against the installed package)."""
+    import quicktok
+
+    tokenizer_class: Any = quicktok.BasicTokenizer
+    loaders = [n for n in dir(tokenizer_class) if "tiktoken" in n.lower() or "rank" in n.lower()]
+    return (
+        "quicktok.BasicTokenizer has no pretokenization pattern and loads only its own "
+        f"model files (methods: load, train, encode; tiktoken/rank loaders: {loaders or 'none'}), "
+        "so it cannot reproduce r50k or cl100k from the .tiktoken ranks"
+    )
+
+
+def merges_digest(merges: Sequence[tuple[bytes, bytes]]) -> str:
+    """A fingerprint of a merge list (order and the split of every pair count)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for left, right in merges:
+        digest.update(len(left).to_bytes(4, "little") + left)
+        digest.update(len(right).to_bytes(4, "little") + right)
+    return digest.hexdigest()
+
+
+def read_ffbpe_merges(path: str) -> list[tuple[bytes, bytes]]:
+    """Merges from an ffbpe ``merges.txt`` in its ``gpt2`` format (``left right => count``)."""
+    from streambpe.formats.byte_unicode import decode_token
+
+    merges: list[tuple[bytes, bytes]] = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            pair = line.split(" => ", 1)[0]
+            left, right = pair.split(" ")
+            merges.append((decode_token(left), decode_token(right)))
+    return merges
+
+
+def train_ffbpe_merges(
+    path: str, vocab_size: int, special_tokens: Sequence[str], pattern: str
+) -> list[tuple[bytes, bytes]]:
+    """Train with ffbpe, CS336 tie-break (``tie_break="largest_content"``), and return its merges.
+
+    Words are counted by ffbpe's native pretokenizer with our pattern;
+    ``vocab_size`` counts the 256 bytes and the special tokens, as ours does.
+    """
+    import tempfile
+    from pathlib import Path
+
+    import ffbpe
+
+    specials = list(special_tokens)
+    pretokenizer = ffbpe.PreTokenizer(specials, specials[0] if specials else None, pat_str=pattern)
+    words = pretokenizer.get_words_from_file(path)
+    trainer = ffbpe.BpeTrainer(
+        specials, unit="byte", initial_alphabet="byte_level", tie_break="largest_content"
+    )
+    trainer.add_words(words)
+    del words
+    trainer.train(vocab_size)
+    model = trainer.validate_model()
+    with tempfile.TemporaryDirectory() as folder:
+        merges_path = Path(folder) / "merges.txt"
+        model.save_files(Path(folder) / "vocab.json", merges_path, format="gpt2")
+        return read_ffbpe_merges(str(merges_path))
