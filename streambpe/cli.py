@@ -4,18 +4,26 @@ Progress and messages go to stderr; data goes to stdout or files. streambpe's
 own errors and ``OSError`` print one line (``streambpe: error: ...``) and exit
 with status 1; usage errors exit 2 (argparse's convention); Ctrl-C exits 130
 after cleaning up. Any other exception is a bug and shows its traceback.
+Warnings about a result (a vocabulary smaller than asked for) print one line,
+``streambpe: warning: ...``, even with ``--quiet``: they are not progress.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
+import warnings
 from array import array
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 from streambpe import __version__, backend
 from streambpe._support.atomic import atomic_write
@@ -27,12 +35,14 @@ from streambpe._support.progress import (
 )
 from streambpe._support.utf8 import decode_utf8_stream
 from streambpe.errors import FormatError, StreamBPEError
-from streambpe.formats import FORMATS
+from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
 from streambpe.tokenizer import Tokenizer
 from streambpe.train.trainer import train_bpe
 
 _READ_BLOCK = 1 << 20
+
+ItemT = TypeVar("ItemT")
 
 
 def _reporter(args: argparse.Namespace) -> ProgressReporter:
@@ -41,6 +51,14 @@ def _reporter(args: argparse.Namespace) -> ProgressReporter:
     if args.progress == "json":
         return JsonLinesProgress()
     return BarProgress()
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (a usage error otherwise)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +94,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--pattern", default="gpt2", help="gpt2 | cl100k | o200k | a regex")
     train.add_argument(
-        "--workers", type=int, default=None, help="counting processes (default: cores)"
+        "--workers", type=_positive_int, default=None, help="counting processes (default: cores)"
     )
     train.add_argument(
         "--out", type=Path, required=True, help="directory to write the tokenizer to"
@@ -95,15 +113,24 @@ def _build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="write raw little-endian ids here (else ids as text on stdout)",
     )
-    encode.add_argument("--workers", type=int, default=None, help="processes (default: cores)")
+    encode.add_argument(
+        "--workers", type=_positive_int, default=None, help="processes (default: cores)"
+    )
     encode.add_argument(
         "--dtype", choices=sorted(DTYPES), help="output id type (default: smallest)"
     )
-    encode.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    encode.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary (tokens, bytes, seconds...): on stdout with -o; "
+        "without -o the ids go to stdout, so the summary is the last line of stderr",
+    )
     _add_common(encode)
 
     decode = commands.add_parser("decode", help="decode token ids back into text")
-    decode.add_argument("input", help="a .bin of raw ids, or - to read ids as text from stdin")
+    decode.add_argument(
+        "input", help="a .bin of raw ids, or - to read whitespace-separated ids from stdin"
+    )
     decode.add_argument("--tokenizer", type=Path, required=True, help="tokenizer directory")
     decode.add_argument(
         "--dtype", choices=sorted(DTYPES), help="id type of the .bin (default: as encode)"
@@ -117,17 +144,21 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _report(args: argparse.Namespace, summary: dict[str, object], line: str) -> None:
-    # --json: the summary on stdout for programs; otherwise one line on stderr for
-    # people, unless they asked for silence or for machine-readable progress only.
+def _report(
+    args: argparse.Namespace, summary: dict[str, object], line: str, *, data_on_stdout: bool = False
+) -> None:
+    # --json: the summary on stdout for programs, unless stdout carries the data;
+    # then it is stderr's last line. Otherwise one line on stderr for people,
+    # unless they asked for silence or for machine-readable progress only.
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary), file=sys.stderr if data_on_stdout else sys.stdout)
     elif not args.quiet and args.progress == "bar":
         print(line, file=sys.stderr)
 
 
 def _run_train(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    check_creatable(args.out)
     vocab, merges = train_bpe(
         args.input,
         args.vocab_size,
@@ -156,6 +187,64 @@ def _run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+class _CountingReader(io.RawIOBase):
+    """Reads through to ``inner``, counting the bytes (stdin's size is known only at the end)."""
+
+    def __init__(self, inner: BinaryIO) -> None:
+        super().__init__()
+        self._inner = inner
+        self.bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        target = memoryview(buffer).cast("B")
+        data = self._inner.read(len(target))
+        target[: len(data)] = data
+        self.bytes_read += len(data)
+        return len(data)
+
+
+@contextmanager
+def _closing(iterator: Iterator[ItemT]) -> Iterator[Iterator[ItemT]]:
+    """Close a generator on leaving, so an early exit stops its worker pool at once."""
+    try:
+        yield iterator
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+
+
+def _report_encode(
+    args: argparse.Namespace,
+    *,
+    output: str,
+    n_bytes: int,
+    tokens: int,
+    seconds: float,
+    dtype: str | None,
+) -> None:
+    rate = tokens / seconds if seconds > 0 else 0.0
+    summary = {
+        "output": output,
+        "bytes": n_bytes,
+        "tokens": tokens,
+        "seconds": round(seconds, 3),
+        "tokens_per_second": round(rate),
+        "dtype": dtype,
+    }
+    _report(
+        args,
+        summary,
+        f"{tokens} tokens from {n_bytes} bytes in {seconds:.2f} s "
+        f"({rate:,.0f} tokens/s) -> {'stdout' if output == '-' else output}"
+        + (f" ({dtype})" if dtype else ""),
+        data_on_stdout=args.output is None,
+    )
+
+
 def _run_encode(args: argparse.Namespace) -> int:
     tokenizer = Tokenizer.load(args.tokenizer)
     if args.output is not None and args.input != "-":
@@ -167,25 +256,20 @@ def _run_encode(args: argparse.Namespace) -> int:
             errors=args.errors,
             progress=_reporter(args),
         )
-        summary = {
-            "output": str(args.output),
-            "bytes": stats.bytes,
-            "tokens": stats.tokens,
-            "seconds": round(stats.seconds, 3),
-            "tokens_per_second": round(stats.tokens_per_second),
-            "dtype": stats.dtype,
-        }
-        _report(
+        _report_encode(
             args,
-            summary,
-            f"{stats.tokens} tokens from {stats.bytes} bytes in {stats.seconds:.2f} s "
-            f"({stats.tokens_per_second:,.0f} tokens/s) -> {args.output} ({stats.dtype})",
+            output=str(args.output),
+            n_bytes=stats.bytes,
+            tokens=stats.tokens,
+            seconds=stats.seconds,
+            dtype=stats.dtype,
         )
         return 0
-    if args.input == "-":
-        batches = tokenizer.iter_id_batches(
-            decode_utf8_stream(sys.stdin.buffer, "<stdin>", args.errors)
-        )
+    started = time.perf_counter()
+    stdin = _CountingReader(sys.stdin.buffer) if args.input == "-" else None
+    if stdin is not None:
+        text = decode_utf8_stream(io.BufferedReader(stdin, _READ_BLOCK), "<stdin>", args.errors)
+        batches = tokenizer.iter_id_batches(text)
     else:
         batches = tokenizer.iter_file_ids(
             args.input,
@@ -193,26 +277,77 @@ def _run_encode(args: argparse.Namespace) -> int:
             errors=args.errors,
             progress=_reporter(args),
         )
-    if args.output is not None:
-        dtype = choose_dtype(tokenizer.n_vocab, args.dtype)
-        with atomic_write(args.output) as sink:
+    tokens = 0
+    dtype = None if args.output is None else choose_dtype(tokenizer.n_vocab, args.dtype)
+    with _closing(batches):
+        if dtype is not None:
+            with atomic_write(args.output) as sink:
+                for batch in batches:
+                    sink.write(ids_to_bytes(batch, dtype))
+                    tokens += len(batch)
+        else:
+            first = True
             for batch in batches:
-                sink.write(ids_to_bytes(batch, dtype))
-        return 0
-    first = True
-    for batch in batches:
-        if batch:
-            sys.stdout.write(("" if first else " ") + " ".join(map(str, batch)))
-            first = False
-    sys.stdout.write("\n")
+                if batch:
+                    sys.stdout.write(("" if first else " ") + " ".join(map(str, batch)))
+                    first = False
+                    tokens += len(batch)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    _report_encode(
+        args,
+        output="-" if args.output is None else str(args.output),
+        n_bytes=stdin.bytes_read if stdin is not None else Path(args.input).stat().st_size,
+        tokens=tokens,
+        seconds=time.perf_counter() - started,
+        dtype=dtype,
+    )
     return 0
 
 
-def _binary_ids(stream: BinaryIO, dtype: str) -> Iterator[list[int]]:
+def _not_ids(path: Path, dtype: str, problem: str) -> FormatError:
+    """The error for an input that is not a ``.bin`` of this tokenizer's ids."""
+    return FormatError(
+        str(path),
+        None,
+        f"does not look like a .bin of ids for this tokenizer: read as {dtype}, its "
+        f"{path.stat().st_size} bytes {problem}; to decode ids written as text, use "
+        "`streambpe decode - < FILE` (whitespace-separated ids on stdin)",
+    )
+
+
+_TEXT_ID_BYTES = frozenset(b"0123456789 \t\r\n")
+
+
+def _looks_like_text_ids(block: bytes) -> bool:
+    """Whether ``block`` starts like whitespace-separated decimal ids.
+
+    >>> _looks_like_text_ids(b"31373 995 198\\n"), _looks_like_text_ids(b"\\x8d\\x7a\\x00\\x00")
+    (True, False)
+    """
+    head = block[:4096]
+    return (
+        _TEXT_ID_BYTES.issuperset(head)
+        and any(byte in b"0123456789" for byte in head)
+        and any(byte in b" \t\r\n" for byte in head)
+    )
+
+
+def _binary_ids(stream: BinaryIO, path: Path, dtype: str, n_vocab: int) -> Iterator[list[int]]:
+    """The ids of a ``.bin``, block by block; a file that cannot be one raises FormatError.
+
+    Ids written as text (``streambpe encode`` without ``-o``) are recognized by
+    their first block being only digits and whitespace, which a real ``.bin``
+    essentially never is; other text, or a ``.bin`` written for another
+    tokenizer or ``--dtype``, shows up as an id out of range or a ragged end.
+    """
     typecode = DTYPES[dtype][0]
     itemsize = array(typecode).itemsize
     leftover = b""
+    position = 0
     while block := stream.read(_READ_BLOCK):
+        if position == 0 and _looks_like_text_ids(block):
+            raise _not_ids(path, dtype, "are digits and whitespace: ids written as text")
         block = leftover + block
         usable = len(block) - len(block) % itemsize
         leftover = block[usable:]
@@ -220,13 +355,20 @@ def _binary_ids(stream: BinaryIO, dtype: str) -> Iterator[list[int]]:
         values.frombytes(block[:usable])
         if sys.byteorder == "big":
             values.byteswap()
-        yield values.tolist()
+        ids = values.tolist()
+        if ids and max(ids) >= n_vocab:
+            index = next(i for i, token_id in enumerate(ids) if token_id >= n_vocab)
+            raise _not_ids(
+                path,
+                dtype,
+                f"give id {ids[index]} at position {position + index}, "
+                f"but this tokenizer's ids end at {n_vocab - 1}",
+            )
+        position += len(ids)
+        yield ids
     if leftover:
-        raise FormatError(
-            getattr(stream, "name", "<input>"),
-            None,
-            f"the id file ends with {len(leftover)} stray byte(s): it is not a whole number "
-            f"of {dtype} ids (wrong --dtype?)",
+        raise _not_ids(
+            path, dtype, f"end with {len(leftover)} stray byte(s), not a whole id (wrong --dtype?)"
         )
 
 
@@ -248,7 +390,7 @@ def _run_decode(args: argparse.Namespace) -> int:
     else:
         dtype = choose_dtype(tokenizer.n_vocab, args.dtype)
         source = open(args.input, "rb")  # noqa: SIM115
-        batches = _binary_ids(source, dtype)
+        batches = _binary_ids(source, Path(args.input), dtype, tokenizer.n_vocab)
     try:
         if args.output is not None:
             with atomic_write(args.output) as sink:
@@ -279,6 +421,19 @@ def _run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    # Python shows a warning with the source line that raised it, which reads
+    # like a crash; on the command line it is one line about the result.
+    print(f"streambpe: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _build_parser().parse_args(argv)
@@ -289,7 +444,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "info": _run_info,
     }
     try:
-        return commands[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            return commands[args.command](args)
     except KeyboardInterrupt:
         print("streambpe: interrupted; no partial output was kept", file=sys.stderr)
         return 130

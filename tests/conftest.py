@@ -4,13 +4,24 @@ Everything here is either a path to data nobody on the project wrote, or a
 small, obviously-correct reference implementation written for the tests (never
 the package's own code), so that tests compare the package against something
 independent.
+
+At the end of the session, :func:`pytest_sessionfinish` fails the run if any
+process pool, pool manager thread or child process outlived the tests: such a
+leftover is what makes a program hang at exit (DESIGN rule 8).
 """
 
 from __future__ import annotations
 
+import gc
+import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import _ExecutorManagerThread
 from pathlib import Path
 
+import psutil
 import pytest
 import regex
 import tiktoken
@@ -131,21 +142,41 @@ def gpt2_merges_reader() -> Callable[[Path], list[tuple[bytes, bytes]]]:
 # --------------------------------------------------------------------------- reference data
 
 
-@pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """``../shared/fixtures`` beside the repository; skips the test when it is absent."""
-    path = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-    if not path.is_dir():
-        pytest.skip(
-            "../shared/fixtures is absent: reference data lives beside the repo, see README"
-        )
-    return path
+#: The CS336 assignment's reference files the tests read (not ours to ship).
+CS336_FILES = (
+    "address.txt",
+    "corpus.en",
+    "german.txt",
+    "gpt2_merges.txt",
+    "gpt2_vocab.json",
+    "tinystories_sample.txt",
+    "train-bpe-reference-merges.txt",
+    "train-bpe-reference-vocab.json",
+)
+CS336_FIXTURES = SHARED_FIXTURES / "cs336"
+_CS336_WHAT = "the CS336 assignment's reference data, placed in ../shared/fixtures/cs336/"
 
 
 @pytest.fixture(scope="session")
-def cs336_dir(shared_fixtures: Path) -> Path:
-    """The CS336 assignment fixtures folder."""
-    return shared_fixtures / "cs336"
+def cs336_file() -> Callable[[str], Path]:
+    """``cs336_file(name)``: one CS336 reference file; skips the test, naming the file, if absent."""
+
+    def find(name: str) -> Path:
+        path = CS336_FIXTURES / name
+        if not path.is_file():
+            pytest.skip(f"{name} is missing: it is part of {_CS336_WHAT}")
+        return path
+
+    return find
+
+
+@pytest.fixture(scope="session")
+def cs336_dir() -> Path:
+    """The CS336 reference folder; skips the test, naming the missing files, unless all are there."""
+    missing = [name for name in CS336_FILES if not (CS336_FIXTURES / name).is_file()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} missing: {_CS336_WHAT}")
+    return CS336_FIXTURES
 
 
 def _tiktoken_file(name: str) -> Path:
@@ -200,3 +231,80 @@ def r50k_tokenizer(r50k_ranks: dict[bytes, int]) -> Tokenizer:
 def cl100k_tokenizer(cl100k_ranks: dict[bytes, int]) -> Tokenizer:
     """streambpe's equivalent of cl100k_base (shared: do not read its cache counts)."""
     return Tokenizer.from_ranks(cl100k_ranks, pattern="cl100k", special_tokens=CL100K_SPECIALS)
+
+
+# --------------------------------------------------------------------------- nothing left behind
+
+#: How long pools and child processes get to finish after the last test.
+LEFTOVER_GRACE_SECONDS = 3.0
+
+
+def _live_children() -> list[psutil.Process]:
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                alive.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def _describe(process: psutil.Process) -> str:
+    try:
+        return f"{process.pid} {' '.join(process.cmdline())}"
+    except psutil.Error:
+        return f"{process.pid} (exited meanwhile)"
+
+
+def _open_pools() -> list[ProcessPoolExecutor]:
+    # Garbage included: a pool only the collector would finish is a leak too.
+    return [
+        obj
+        for obj in gc.get_objects()
+        if isinstance(obj, ProcessPoolExecutor) and not obj._shutdown_thread
+    ]
+
+
+def _pool_threads() -> list[_ExecutorManagerThread]:
+    return [t for t in threading.enumerate() if isinstance(t, _ExecutorManagerThread)]
+
+
+def _clean_up(pools: list[ProcessPoolExecutor], children: list[psutil.Process]) -> None:
+    """Stop what was left, so a failed check ends the run instead of hanging it at exit."""
+    for pool in pools:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for child in children:
+        child.kill()
+    psutil.wait_procs(children, timeout=5)
+    for thread in _pool_threads():
+        # A manager thread may be stuck reading a result its killed worker never
+        # finished; closing this process's write end of that pipe unblocks it.
+        thread.result_queue._writer.close()
+        thread.join(timeout=10)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a process pool, its manager thread or a child process outlived the tests."""
+    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
+    while True:
+        pools, threads, children = _open_pools(), _pool_threads(), _live_children()
+        if not (pools or threads or children) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if not (pools or threads or children):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [
+        *(f"ProcessPoolExecutor never shut down: {pool!r}" for pool in pools),
+        *(f"pool manager thread still running: {thread.name}" for thread in threads),
+        *(f"child process still alive: {_describe(child)}" for child in children),
+    ]
+    if reporter is not None:
+        reporter.write_sep("=", "left behind by the tests", red=True)
+        for line in lines:
+            reporter.write_line(line)
+    else:
+        print("left behind by the tests:", *lines, sep="\n", file=sys.stderr)
+    _clean_up(pools, children)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -431,6 +431,150 @@ def test_missing_tokenizer_directory(
     assert "nope" in error_line(capsys.readouterr().err)
 
 
+@pytest.fixture(scope="module")
+def wide_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tokenizer with 65,792 ids (every byte pair merged), too many for uint16."""
+    merges = [(bytes([left]), bytes([right])) for left in range(256) for right in range(256)]
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab |= {256 + i: left + right for i, (left, right) in enumerate(merges)}
+    out = tmp_path_factory.mktemp("cli-wide") / "tok"
+    Tokenizer(vocab, merges).save(out)
+    return out
+
+
+def test_errors_spell_options_for_the_command_line(
+    wide_tokenizer_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A suggested fix reads ``--dtype uint32`` / ``--errors replace``, never Python keywords."""
+    source = tmp_path / "in.txt"
+    source.write_bytes(b"fine text")
+    argv = ["encode", "--tokenizer", str(wide_tokenizer_dir), str(source), "-q"]
+    assert main([*argv, "-o", str(tmp_path / "out.bin"), "--dtype", "uint16"]) == 1
+    line = error_line(capsys.readouterr().err)
+    assert line.endswith("use --dtype uint32") and "dtype=" not in line
+    source.write_bytes(b"bad \xff byte")
+    assert main(argv) == 1
+    line = error_line(capsys.readouterr().err)
+    assert "pass --errors replace" in line and "errors=" not in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["encode"], ["encode", "in.txt", "--tokenizer", "t", "--workers", "0"], ["frobnicate"]],
+)
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Usage errors follow argparse's convention: status 2 and a usage line on stderr."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.startswith("usage: streambpe")
+
+
+def test_vocab_size_warning_is_one_line_even_when_quiet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A corpus too small for ``--vocab-size``: one ``streambpe: warning:`` line, no source line."""
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text("low lower lowest", encoding="utf-8")
+    argv = ["train", str(corpus), "--vocab-size", "400", "--out", str(tmp_path / "tok"), "-q"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert (
+        lines[0].startswith("streambpe: warning: ") and "instead of the requested 400" in lines[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param("Was it a dream? " * 40, "give id ", id="prose"),
+        pytest.param("31373 995 198\n" * 40, "are digits and whitespace", id="text-ids"),
+    ],
+)
+def test_decode_of_a_text_file_says_it_is_not_a_bin(
+    tokenizer_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: str,
+    problem: str,
+) -> None:
+    """A text file given to ``decode``: said to be no ``.bin``, with size, dtype and how to decode text ids."""
+    source = tmp_path / "notes.txt"
+    source.write_text(content, encoding="utf-8")
+    argv = ["decode", "--tokenizer", str(tokenizer_dir), str(source), "-o", str(tmp_path / "o")]
+    assert main(argv) == 1
+    line = error_line(capsys.readouterr().err)
+    assert "does not look like a .bin of ids for this tokenizer" in line
+    assert f"read as uint16, its {len(content)} bytes {problem}" in line
+    assert "streambpe decode -" in line and "unknown token id" not in line
+    assert listing(tmp_path) == {"notes.txt"}
+
+
+def test_encode_stdin_json_summary(
+    tokenizer_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--json`` with stdin: with ``-o`` the summary is stdout; without, stderr's last line."""
+    data = "naïve café, once more ".encode() * 30
+    expected = Tokenizer.load(tokenizer_dir).encode(data.decode("utf-8"))
+    argv = ["encode", "--tokenizer", str(tokenizer_dir), "-", "--json", "-q"]
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert [int(field) for field in captured.out.split()] == expected
+    summary = json.loads(captured.err.splitlines()[-1])
+    assert (summary["output"], summary["bytes"], summary["tokens"]) == (
+        "-",
+        len(data),
+        len(expected),
+    )
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    assert main([*argv, "-o", str(tmp_path / "ids.bin")]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert (summary["bytes"], summary["tokens"], summary["dtype"]) == (
+        len(data),
+        len(expected),
+        "uint16",
+    )
+    assert captured.err == ""
+    assert read_ids(tmp_path / "ids.bin", "uint16") == expected
+
+
+def test_missing_output_parents_are_never_created(
+    corpus: Path,
+    tokenizer_dir: Path,
+    text_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mistyped output path fails like ``cp``, naming the missing directory; nothing is created."""
+    missing = tmp_path / "typo"
+    ids = tmp_path / "ids.bin"
+    assert main(["encode", "--tokenizer", str(tokenizer_dir), str(text_file), "-o", str(ids)]) == 0
+    capsys.readouterr()
+    runs = [
+        ["train", str(corpus), "--vocab-size", "300", "--out", str(missing / "tok"), "-q"],
+        ["encode", "--tokenizer", str(tokenizer_dir), str(text_file), "-o", str(missing / "x")],
+        ["decode", "--tokenizer", str(tokenizer_dir), str(ids), "-o", str(missing / "x")],
+    ]
+    for argv in runs:
+        assert main(argv) == 1, argv
+        assert str(missing) in error_line(capsys.readouterr().err)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hello"), encoding="utf-8"))
+    assert main(["encode", "--tokenizer", str(tokenizer_dir), "-", "-o", str(missing / "x")]) == 1
+    assert str(missing) in error_line(capsys.readouterr().err)
+    assert listing(tmp_path) == {"ids.bin"}
+
+
 # --------------------------------------------------------------------------- as a program
 
 
@@ -464,6 +608,13 @@ def test_python_dash_m_entry_point(tokenizer_dir: Path, text_file: Path) -> None
     assert failed.stderr.startswith(b"streambpe: error: ")
 
 
+def _default_sigint() -> None:
+    # A shell starts background jobs with SIGINT ignored, and an ignored signal
+    # stays ignored across exec: a suite run with `... &` would hand that to the
+    # child, which then rightly ignores Ctrl-C. Start it as a foreground job is.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_and_leaves_nothing(tokenizer_dir: Path, tmp_path: Path) -> None:
     """SIGINT during a two-worker encode: exit 130, a one-line note, no output, no worker left alive."""
     source = tmp_path / "big.txt"
@@ -478,6 +629,7 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tokenizer_dir: Path, tmp_path: Path
         env=_child_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
     )
     parent = psutil.Process(process.pid)
     deadline = time.monotonic() + 30

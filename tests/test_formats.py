@@ -1,7 +1,8 @@
 """Tests for the tokenizer file formats: GPT-2, tiktoken and Hugging Face ``tokenizer.json``.
 
-Ground truth comes from outside streambpe: GPT-2's own files and the r50k /
-cl100k ``.tiktoken`` files in ``../shared/fixtures``, tiktoken's loader and
+Ground truth comes from outside streambpe: GPT-2's own files (the CS336
+reference data in ``../shared/fixtures/cs336``), the r50k / cl100k
+``.tiktoken`` files in the repository's ``fixtures/tiktoken``, tiktoken's loader and
 encoder (the offline references in ``conftest.py``), ``tokenizers`` loading
 what we write, and a deliberately slow BPE written here.
 """
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+import streambpe
 from streambpe.core.bpe import merge_piece
 from streambpe.errors import FormatError
 from streambpe.formats import FORMATS, TokenizerFiles, load_tokenizer, save_tokenizer
@@ -34,9 +36,8 @@ from streambpe.formats.tiktoken_file import (
 )
 from streambpe.patterns import CL100K, GPT2, O200K
 
-FIXTURES = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures"
-CS336 = FIXTURES / "cs336"
-TIKTOKEN_FIXTURES = FIXTURES / "tiktoken"
+#: The .tiktoken files that ship with the repository (see fixtures/tiktoken/README.md).
+TIKTOKEN_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tiktoken"
 PARITY_TEXTS = ("address.txt", "german.txt", "tinystories_sample.txt")
 
 Vocab = dict[int, bytes]
@@ -44,13 +45,6 @@ Merges = list[tuple[bytes, bytes]]
 
 # Tokenizer-file round trips build small vocabs; many examples buy little.
 ROUND_TRIPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def fixture_file(*parts: str) -> Path:
-    path = FIXTURES.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"reference fixture {path} is absent (it lives outside the repository)")
-    return path
 
 
 def assert_names_location(error: FormatError, path: Path, line: int | None) -> None:
@@ -158,9 +152,9 @@ def test_byte_table_matches_gpt2_lore() -> None:
     assert (table[ord(" ")], table[ord("\n")], table[0], table[0xAD]) == ("Ġ", "Ċ", "Ā", "Ń")
 
 
-def test_byte_table_matches_gpt2_vocab_file() -> None:
+def test_byte_table_matches_gpt2_vocab_file(cs336_file: Callable[[str], Path]) -> None:
     # GPT-2's first 256 ids are exactly the single-byte tokens, one per mapped character.
-    spelled = json.loads(fixture_file("cs336", "gpt2_vocab.json").read_text(encoding="utf-8"))
+    spelled = json.loads(cs336_file("gpt2_vocab.json").read_text(encoding="utf-8"))
     single = {spelling for spelling, token_id in spelled.items() if token_id < 256}
     assert single == set(bytes_to_unicode().values())
 
@@ -267,20 +261,27 @@ def test_invalid_utf8_names_line(tmp_path: Path) -> None:
     assert_names_location(caught.value, merges_path, 2)
 
 
+def test_save_creates_the_directory_but_never_its_parents(tmp_path: Path) -> None:
+    """A mistyped parent fails like ``cp``: FileNotFoundError naming it, nothing created."""
+    files = TokenizerFiles({0: b"a", 1: b"b", 2: b"ab"}, [(b"a", b"b")])
+    with pytest.raises(FileNotFoundError, match=f"parent directory {tmp_path / 'typo'} does not"):
+        save_tokenizer(tmp_path / "typo" / "tok", files)
+    assert list(tmp_path.iterdir()) == []
+    assert load_tokenizer(save_tokenizer(tmp_path / "tok", files)) == files
+
+
 def test_writers_refuse_what_the_files_cannot_hold(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="both have bytes"):
         write_gpt2(tmp_path, {0: b"a", 1: b"a"}, [])
-    with pytest.raises(ValueError, match="empty bytes"):
+    with pytest.raises(ValueError, match=r"cannot hold an empty token; .*format='tiktoken'"):
         write_gpt2(tmp_path, {0: b""}, [])
     with pytest.raises(ValueError, match="empty side"):
         write_gpt2(tmp_path, {0: b"a"}, [(b"a", b"")])
 
 
 @pytest.fixture(scope="module")
-def gpt2_files() -> tuple[Vocab, Merges]:
-    return read_gpt2(
-        fixture_file("cs336", "gpt2_vocab.json"), fixture_file("cs336", "gpt2_merges.txt")
-    )
+def gpt2_files(cs336_file: Callable[[str], Path]) -> tuple[Vocab, Merges]:
+    return read_gpt2(cs336_file("gpt2_vocab.json"), cs336_file("gpt2_merges.txt"))
 
 
 def test_reads_gpt2_fixture(gpt2_files: tuple[Vocab, Merges], r50k_ranks: dict[bytes, int]) -> None:
@@ -295,11 +296,11 @@ def test_reads_gpt2_fixture(gpt2_files: tuple[Vocab, Merges], r50k_ranks: dict[b
 
 
 def test_rewriting_gpt2_fixture_reproduces_it(
-    tmp_path: Path, gpt2_files: tuple[Vocab, Merges]
+    tmp_path: Path, gpt2_files: tuple[Vocab, Merges], cs336_file: Callable[[str], Path]
 ) -> None:
     vocab_path, merges_path = write_gpt2(tmp_path, *gpt2_files)
-    original_vocab = fixture_file("cs336", "gpt2_vocab.json")
-    original_merges = fixture_file("cs336", "gpt2_merges.txt")
+    original_vocab = cs336_file("gpt2_vocab.json")
+    original_merges = cs336_file("gpt2_merges.txt")
     assert merges_path.read_bytes() == original_merges.read_bytes()
     # GPT-2 escaped non-ASCII (\u0120); we write it as UTF-8, so compare as JSON.
     assert json.loads(vocab_path.read_text(encoding="utf-8")) == json.loads(
@@ -330,7 +331,7 @@ def test_tiktoken_file_round_trip(
 
 
 def test_read_tiktoken_matches_tiktoken_loader(r50k_ranks: dict[bytes, int]) -> None:
-    assert read_tiktoken(fixture_file("tiktoken", "r50k_base.tiktoken")) == r50k_ranks
+    assert read_tiktoken(TIKTOKEN_FIXTURES / "r50k_base.tiktoken") == r50k_ranks
 
 
 @pytest.mark.parametrize(
@@ -356,11 +357,76 @@ def test_malformed_tiktoken_names_file_and_line(
     assert_names_location(caught.value, path, line)
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b"YQ== 0\n= 1\n", id="empty-token-as-padding"),
+        pytest.param(b"YQ== 0\n==== 1\n", id="empty-token-long-padding"),
+        pytest.param(b"YQ== 0\r\nYg== 1\r\n", id="crlf"),
+        pytest.param(b"  YQ==\t 0  \n\n\nYg== 1", id="spacing-and-no-final-newline"),
+    ],
+)
+def test_read_tiktoken_accepts_what_tiktoken_accepts(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "ok.tiktoken"
+    path.write_bytes(content)
+    assert read_tiktoken(path) == tiktoken.load.load_tiktoken_bpe(str(path))
+
+
+@pytest.mark.parametrize("content", [b"YQ== 0\nY!== 1\n", b"YQ== 0\nYg 1\n", b"YQ== 0\nYWJjZ 1\n"])
+def test_base64_tiktoken_rejects_names_file_and_line(tmp_path: Path, content: bytes) -> None:
+    """Base64 that tiktoken's loader cannot decode either is a FormatError at its line."""
+    path = tmp_path / "bad.tiktoken"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="Error parsing line"):
+        tiktoken.load.load_tiktoken_bpe(str(path))
+    with pytest.raises(FormatError, match="is not base64") as caught:
+        read_tiktoken(path)
+    assert_names_location(caught.value, path, 2)
+
+
+@pytest.fixture(scope="module")
+def empty_token_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """r50k's ranks plus ``= 50256``: the shape of Whisper's multilingual vocabulary."""
+    path = tmp_path_factory.mktemp("whisper-like") / "multilingual.tiktoken"
+    ranks = (TIKTOKEN_FIXTURES / "r50k_base.tiktoken").read_bytes().rstrip(b"\n")
+    path.write_bytes(ranks + b"\n= 50256\n")
+    return path
+
+
+def test_empty_token_loads_encodes_and_decodes_like_tiktoken(
+    empty_token_file: Path, tmp_path: Path
+) -> None:
+    """An empty token keeps its id, decodes to "", is never produced, and survives a save."""
+    specials = {"<|endoftext|>": 50257}
+    reference = tiktoken.Encoding(
+        "whisper_like",
+        pat_str=GPT2,
+        mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(empty_token_file)),
+        special_tokens=specials,
+    )
+    tokenizer = streambpe.Tokenizer.from_tiktoken(
+        empty_token_file, pattern=GPT2, special_tokens=specials
+    )
+    text = "".join(SAMPLE_TEXTS) + " = == ===\n\n<|endoftext|>=\t= "
+    ids = tokenizer.encode(text, allowed_special="all")
+    assert ids == reference.encode(text, allowed_special="all")
+    assert 50256 not in ids
+    assert tokenizer.decode([50256]) == reference.decode([50256]) == ""
+    assert tokenizer.decode([31373, 50256, 995]) == reference.decode([31373, 50256, 995])
+    tokenizer.save(tmp_path / "saved", format="tiktoken")
+    assert b"\n= 50256\n" in (tmp_path / "saved" / "tokenizer.tiktoken").read_bytes()
+    reloaded = streambpe.Tokenizer.load(tmp_path / "saved")
+    assert reloaded.encode(text, allowed_special="all") == ids
+    assert reloaded.decode([50256]) == ""
+
+
 def test_merges_from_r50k_ranks_are_gpt2_merges(
-    r50k_ranks: dict[bytes, int], gpt2_merges_reader: Callable[[Path], Merges]
+    r50k_ranks: dict[bytes, int],
+    gpt2_merges_reader: Callable[[Path], Merges],
+    cs336_file: Callable[[str], Path],
 ) -> None:
     # The merges file is read by conftest's own reader, not by the code under test.
-    expected = gpt2_merges_reader(fixture_file("cs336", "gpt2_merges.txt"))
+    expected = gpt2_merges_reader(cs336_file("gpt2_merges.txt"))
     assert len(expected) == 50_000
     assert merges_from_ranks(r50k_ranks) == expected
 
@@ -519,8 +585,10 @@ def test_hf_matches_tiktoken_on_rank_consistent_vocabs(
         assert hf.encode(sample).ids == build_tiktoken(files).encode(sample, allowed_special="all")
 
 
-def parity_texts() -> list[str]:
-    return [fixture_file("cs336", name).read_text(encoding="utf-8") for name in PARITY_TEXTS]
+@pytest.fixture(scope="module")
+def parity_texts(cs336_file: Callable[[str], Path]) -> list[str]:
+    """Real-world texts from the CS336 reference data."""
+    return [cs336_file(name).read_text(encoding="utf-8") for name in PARITY_TEXTS]
 
 
 def special_ids_of(encoding: tiktoken.Encoding) -> dict[str, int]:
@@ -528,19 +596,25 @@ def special_ids_of(encoding: tiktoken.Encoding) -> dict[str, int]:
 
 
 def test_hf_gpt2_matches_tiktoken_r50k(
-    tmp_path: Path, gpt2_files: tuple[Vocab, Merges], r50k_reference: tiktoken.Encoding
+    tmp_path: Path,
+    gpt2_files: tuple[Vocab, Merges],
+    r50k_reference: tiktoken.Encoding,
+    parity_texts: list[str],
 ) -> None:
     vocab, merges = gpt2_files
     specials = special_ids_of(r50k_reference)
     path = write_hf_json(tmp_path / "tokenizer.json", vocab, merges, specials, GPT2)
     hf = Tokenizer.from_file(str(path))
-    for text in [*parity_texts(), *SAMPLE_TEXTS]:
+    for text in [*parity_texts, *SAMPLE_TEXTS]:
         assert hf.encode(text).ids == r50k_reference.encode(text, allowed_special="all")
     assert read_hf_json(path) == (vocab, merges, specials, GPT2)
 
 
 def test_hf_cl100k_from_derived_merges_matches_tiktoken(
-    tmp_path: Path, cl100k_ranks: dict[bytes, int], cl100k_reference: tiktoken.Encoding
+    tmp_path: Path,
+    cl100k_ranks: dict[bytes, int],
+    cl100k_reference: tiktoken.Encoding,
+    parity_texts: list[str],
 ) -> None:
     specials = special_ids_of(cl100k_reference)
     vocab = {rank: token for token, rank in cl100k_ranks.items()}
@@ -548,7 +622,7 @@ def test_hf_cl100k_from_derived_merges_matches_tiktoken(
     merges = merges_from_ranks(cl100k_ranks)
     path = write_hf_json(tmp_path / "tokenizer.json", vocab, merges, specials, CL100K)
     hf = Tokenizer.from_file(str(path))
-    for text in [*parity_texts(), *SAMPLE_TEXTS, "1234567890 12 123456"]:
+    for text in [*parity_texts, *SAMPLE_TEXTS, "1234567890 12 123456"]:
         assert hf.encode(text).ids == cl100k_reference.encode(text, allowed_special="all")
     assert read_hf_json(path)[3] == CL100K
 

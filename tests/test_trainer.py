@@ -153,28 +153,30 @@ def _check_layout(vocab: Vocab, merges: Merges, specials: Sequence[str]) -> None
 
 
 @pytest.fixture(scope="module")
-def reference_merges(cs336_dir: Path, gpt2_spelling_decoder: Callable[[str], bytes]) -> Merges:
+def reference_merges(
+    cs336_file: Callable[[str], Path], gpt2_spelling_decoder: Callable[[str], bytes]
+) -> Merges:
     """The 243 reference merges, decoded from GPT-2 spelling by the test's own decoder."""
-    lines = (cs336_dir / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
+    lines = cs336_file("train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
     pairs = [line.split(" ") for line in lines if line]
     return [(gpt2_spelling_decoder(left), gpt2_spelling_decoder(right)) for left, right in pairs]
 
 
 @pytest.fixture(scope="module")
 def reference_vocab_bytes(
-    cs336_dir: Path, gpt2_spelling_decoder: Callable[[str], bytes]
+    cs336_file: Callable[[str], Path], gpt2_spelling_decoder: Callable[[str], bytes]
 ) -> set[bytes]:
     """The byte values of the reference vocab."""
-    spelled = json.loads((cs336_dir / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    spelled = json.loads(cs336_file("train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
     assert sorted(spelled.values()) == list(range(500))
     return {gpt2_spelling_decoder(token) for token in spelled}
 
 
 def test_train_bpe_matches_cs336_reference(
-    cs336_dir: Path, reference_merges: Merges, reference_vocab_bytes: set[bytes]
+    cs336_file: Callable[[str], Path], reference_merges: Merges, reference_vocab_bytes: set[bytes]
 ) -> None:
     """Guards rule 1 (tie-break on (left, right) bytes) against the CS336 reference output."""
-    vocab, merges = train_bpe(cs336_dir / "corpus.en", 500, [EOT], workers=1)
+    vocab, merges = train_bpe(cs336_file("corpus.en"), 500, [EOT], workers=1)
     assert len(reference_merges) == 243
     assert merges == reference_merges
     assert set(vocab) == set(range(500))
@@ -185,11 +187,11 @@ def test_train_bpe_matches_cs336_reference(
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("chunk_size", [1000, 20_000, 1 << 22])
 def test_reference_is_independent_of_workers_and_chunk_size(
-    cs336_dir: Path, reference_merges: Merges, workers: int, chunk_size: int
+    cs336_file: Callable[[str], Path], reference_merges: Merges, workers: int, chunk_size: int
 ) -> None:
     """Guards rules 3 and 5: worker count and chunk size never change the merges."""
     vocab, merges = train_bpe(
-        cs336_dir / "corpus.en", 500, [EOT], workers=workers, chunk_size=chunk_size
+        cs336_file("corpus.en"), 500, [EOT], workers=workers, chunk_size=chunk_size
     )
     assert merges == reference_merges
     _check_layout(vocab, merges, [EOT])
@@ -296,6 +298,17 @@ def test_too_large_vocab_size_warns_and_stops(tmp_path: Path) -> None:
     _check_layout(vocab, merges, [EOT])
 
 
+@pytest.mark.parametrize("entry", [train_bpe, streambpe.train_bpe], ids=["module", "package"])
+def test_vocab_size_warning_points_at_the_caller(
+    tmp_path: Path, entry: Callable[..., object]
+) -> None:
+    """Guards ``stacklevel``: the warning names the caller's line, not streambpe's own code."""
+    path = _write(tmp_path / "corpus.txt", "low lower lowest")
+    with pytest.warns(VocabSizeWarning) as caught:
+        entry(path, 1000, [EOT], workers=1)
+    assert [Path(warning.filename) for warning in caught] == [Path(__file__)]
+
+
 def test_smallest_vocab_size_has_no_merges(tmp_path: Path) -> None:
     """Guards the boundary: vocab_size == 256 + specials is valid and learns nothing."""
     path = _write(tmp_path / "corpus.txt", "aaaa bbbb")
@@ -319,10 +332,10 @@ def test_timings_are_filled(tmp_path: Path) -> None:
 
 
 def test_word_count_cache_is_reused(
-    cs336_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cs336_file: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Guards the cache: a second run reads the counts (no counting) and gives the same result."""
-    corpus = shutil.copy(cs336_dir / "corpus.en", tmp_path / "corpus.en")
+    corpus = shutil.copy(cs336_file("corpus.en"), tmp_path / "corpus.en")
     cache_dir = tmp_path / "cache"
     first = train_bpe(corpus, 300, [EOT], workers=1, cache=cache_dir)
     assert any(cache_dir.iterdir())

@@ -39,6 +39,7 @@ from streambpe.patterns import GPT2
 __all__ = [
     "FORMATS",
     "TokenizerFiles",
+    "check_creatable",
     "load_tokenizer",
     "save_tokenizer",
 ]
@@ -92,7 +93,11 @@ class TokenizerFiles:
 def save_tokenizer(
     directory: str | os.PathLike[str], files: TokenizerFiles, format: str = "gpt2"
 ) -> Path:
-    """Write ``files`` into ``directory`` (created if missing) in ``format``; return the directory.
+    """Write ``files`` into ``directory`` in ``format``; return the directory.
+
+    ``directory`` is created if missing, but never its parents: as with ``cp``,
+    a mistyped path raises ``FileNotFoundError`` naming the missing parent
+    instead of silently growing a tree.
 
     Every file is first written in a hidden folder inside ``directory`` and
     only then renamed into place, so an interrupted save never leaves a
@@ -111,7 +116,8 @@ def save_tokenizer(
     if format not in FORMATS:
         raise ValueError(f"unknown tokenizer format {format!r}; choose one of {', '.join(FORMATS)}")
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    check_creatable(folder)
+    folder.mkdir(exist_ok=True)
     metadata = {
         "format": format,
         "pattern": files.pattern,
@@ -141,6 +147,24 @@ def save_tokenizer(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def check_creatable(directory: str | os.PathLike[str]) -> None:
+    """Raise ``FileNotFoundError`` naming the missing parent if ``directory`` cannot be created.
+
+    Only the last path component is ever created; callers check first so that a
+    typo fails before any long work, not after it.
+
+    >>> check_creatable("/no-such-parent/tokenizer")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: cannot create /no-such-parent/tokenizer: its parent directory /no-such-parent does not exist
+    """
+    folder = Path(directory)
+    if not folder.parent.is_dir():
+        raise FileNotFoundError(
+            f"cannot create {folder}: its parent directory {folder.parent} does not exist"
+        )
 
 
 def load_tokenizer(directory: str | os.PathLike[str]) -> TokenizerFiles:

@@ -136,7 +136,10 @@ def encode_vocab(vocab: Mapping[int, bytes]) -> dict[str, int]:
     for token_id in sorted(vocab):
         token = vocab[token_id]
         if not token:
-            raise ValueError(f"token id {token_id} has empty bytes; every token needs a byte")
+            raise ValueError(
+                f"token id {token_id} is empty, and a vocab.json or tokenizer.json cannot "
+                "hold an empty token; save this tokenizer with format='tiktoken'"
+            )
         spelling = encode_token(token)
         if spelling in spelled:
             raise ValueError(

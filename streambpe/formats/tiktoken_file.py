@@ -58,27 +58,41 @@ def write_tiktoken(
         if rank in special_ids:
             continue
         token = vocab[rank]
-        if not token:
-            raise ValueError(f"token id {rank} has empty bytes; every token needs a byte")
         if token in rank_of:
             raise ValueError(
                 f"token ids {rank_of[token]} and {rank} both have bytes {token!r}; "
                 "a .tiktoken file maps each token to one rank"
             )
         rank_of[token] = rank
-        lines.append(f"{base64.b64encode(token).decode('ascii')} {rank}\n")
+        lines.append(f"{_spell(token)} {rank}\n")
     target = Path(path)
     with atomic_write(target) as file:
         file.write("".join(lines).encode("ascii"))
     return target
 
 
+def _spell(token: bytes) -> str:
+    """A token's base64 field; ``=`` for the empty token, since an empty field would vanish.
+
+    >>> _spell(b"a"), _spell(b"")
+    ('YQ==', '=')
+    """
+    return base64.b64encode(token).decode("ascii") or "="
+
+
 def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Read a ``.tiktoken`` file into ``{token bytes: rank}``.
 
-    Blank lines are skipped. A line without exactly two fields, bad base64, a
-    rank that is not a non-negative integer, or a token or rank seen before
-    raises :class:`~streambpe.errors.FormatError` naming the file and line.
+    Tokens are decoded as tiktoken's own loader decodes them (``b64decode``
+    without validation), so every file tiktoken loads loads here too. That
+    includes an empty token, spelled ``=`` (Whisper's multilingual vocabulary
+    has one): it keeps its id, decodes to nothing and is never produced by
+    encoding. Ranks must be plain decimal integers (tiktoken's ``int()`` would
+    also take ``+1``, ``1_0`` or ``-1``, which no real file holds and which
+    could not be token ids). Blank lines are skipped. A line without exactly
+    two fields, base64 that does not decode, a bad rank, or a token or rank
+    seen before raises :class:`~streambpe.errors.FormatError` naming the file
+    and line.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -100,7 +114,7 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
             )
         encoded, rank_text = fields
         try:
-            token = base64.b64decode(encoded, validate=True)
+            token = base64.b64decode(encoded)
         except binascii.Error as exc:
             raise FormatError(
                 str(source), number, f"token {encoded!r} is not base64: {exc}"
@@ -111,8 +125,6 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
                 str(source), number, f"rank {rank_text!r} is not a non-negative integer"
             )
         rank = int(rank_text)
-        if not token:
-            raise FormatError(str(source), number, "token is empty")
         if token in ranks:
             raise FormatError(
                 str(source), number, f"token {token!r} already has rank {ranks[token]}"
