@@ -41,7 +41,8 @@ class ParameterError(StreamBPEError, ValueError):
         if self.fix is None:
             return self.problem
         option, value = self.fix
-        hint = f"{option}={value!r}" if python else f"--{option.replace('_', '-')} {value}"
+        python_value = value if value.isdigit() else repr(value)
+        hint = f"{option}={python_value}" if python else f"--{option.replace('_', '-')} {value}"
         return f"{self.problem}; use {hint}"
 
     def for_cli(self) -> str:

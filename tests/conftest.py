@@ -16,7 +16,7 @@ import gc
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import _ExecutorManagerThread
 from pathlib import Path
@@ -27,7 +27,7 @@ import regex
 import tiktoken
 import tiktoken.load
 
-from streambpe import patterns
+from streambpe import core, patterns
 from streambpe.tokenizer import Tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -308,3 +308,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         print("left behind by the tests:", *lines, sep="\n", file=sys.stderr)
     _clean_up(pools, children)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@pytest.fixture(scope="module", params=core.available_backends())
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs a module's tests once per available backend (pure Python, and compiled if built).
+
+    Exactness modules request it with ``pytestmark = pytest.mark.usefixtures("backend")``.
+    Module scope keeps hypothesis happy (no function-scoped fixture) and runs
+    each module's tests grouped by backend. Worker processes are forked, so
+    they inherit the selection.
+    """
+    with core.using_backend(request.param):
+        yield request.param

@@ -46,6 +46,9 @@ from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
 from streambpe.streaming.aio import flatten
 from streambpe.tokenizer import Tokenizer
 
+# The exactness tests run once per backend (docs/design.md, "Backends").
+pytestmark = pytest.mark.usefixtures("backend")
+
 BACKENDS = ["asyncio", "trio"]
 SOURCE_KINDS = ["async", "async-no-checkpoint", "sync-list", "sync-generator"]
 

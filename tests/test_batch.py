@@ -26,6 +26,9 @@ import streambpe.streaming.batch
 from streambpe._support.pool import process_pool
 from streambpe.tokenizer import Tokenizer
 
+# The exactness tests run once per backend (docs/design.md, "Backends").
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture(scope="module")
 def gpt2_tok() -> Tokenizer:

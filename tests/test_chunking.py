@@ -24,6 +24,9 @@ from streambpe.cutting.chunks import find_chunk_boundaries
 from streambpe.patterns import CL100K, GPT2, O200K, SPACE_SPLITTABLE_PATTERNS
 from streambpe.train.counting import count_words_in_file, count_words_in_text
 
+# The exactness tests run once per backend (docs/design.md, "Backends").
+pytestmark = pytest.mark.usefixtures("backend")
+
 PiecesOracle = Callable[[str, str, Sequence[str]], list[str]]
 
 BUILTIN_PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}

@@ -318,7 +318,7 @@ def test_train_vocab_size_too_small(
     ]
     assert main(argv) == 1
     line = error_line(capsys.readouterr().err)
-    assert "vocab_size=100 is too small" in line and "257" in line
+    assert "vocab size 100 is too small" in line and "use --vocab-size 257" in line
     assert not (tmp_path / "tok").exists()
 
 

@@ -43,6 +43,9 @@ from streambpe._support.progress import Advance
 from streambpe.errors import InvalidUTF8Error, WorkerError
 from streambpe.tokenizer import Tokenizer
 
+# The exactness tests run once per backend (docs/design.md, "Backends").
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 @pytest.fixture(scope="module")
 def gpt2_tok() -> Tokenizer:

@@ -9,6 +9,9 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from streambpe import Tokenizer, train_bpe
 
+# The exactness tests run once per backend (docs/design.md, "Backends").
+pytestmark = pytest.mark.usefixtures("backend")
+
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sample" / "tinytales.txt"
 EOT = "<|endoftext|>"
 

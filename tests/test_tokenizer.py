@@ -28,6 +28,9 @@ from streambpe import patterns
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.tokenizer import DEFAULT_CACHE_SIZE, Tokenizer
 
+# The exactness tests run once per backend (docs/design.md, "Backends").
+pytestmark = pytest.mark.usefixtures("backend")
+
 EOT = "<|endoftext|>"
 CS336_TEXTS = ["address.txt", "german.txt", "tinystories_sample.txt"]
 Pair = tuple[Tokenizer, tiktoken.Encoding]

@@ -28,6 +28,9 @@ from streambpe.patterns import CL100K, GPT2, O200K
 from streambpe.train.counting import CountTask
 from streambpe.train.trainer import VocabSizeWarning, train_bpe
 
+# The exactness tests run once per backend (docs/design.md, "Backends").
+pytestmark = pytest.mark.usefixtures("backend")
+
 PiecesOracle = Callable[[str, str, Sequence[str]], list[str]]
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -403,7 +406,7 @@ def test_vocab_size_below_bytes_and_specials(
 ) -> None:
     """Guards rule 8: too small a vocab_size says the minimum."""
     path = _write(tmp_path / "corpus.txt", "hello")
-    with pytest.raises(ValueError, match=f"vocab_size >= {256 + len(specials)}"):
+    with pytest.raises(ValueError, match=f"use vocab_size={256 + len(specials)}"):
         train_bpe(path, vocab_size, specials)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import signal
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -163,7 +163,7 @@ def ordered_map(
     tasks: Iterable[TaskT],
     *,
     max_in_flight: int,
-) -> Iterator[ResultT]:
+) -> Generator[ResultT, None, None]:
     """Apply ``function`` to ``tasks`` on ``executor``, yielding results in task order.
 
     At most ``max_in_flight`` tasks are submitted and not yet consumed, which

@@ -11,6 +11,7 @@ batches are encoded in this process.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import closing
 from functools import partial
 from typing import Any
 
@@ -65,9 +66,12 @@ def encode_batch(
         return [encoder.encode(text, **options) for text in texts]
     groups = _groups(texts)
     results: list[list[int]] = []
-    with process_pool(min(count, len(groups)), worker_encoder.install, (encoder,)) as pool:
-        for encoded in ordered_map(
-            pool, partial(_encode_group, options), groups, max_in_flight=2 * count
-        ):
+    with (
+        process_pool(min(count, len(groups)), worker_encoder.install, (encoder,)) as pool,
+        closing(
+            ordered_map(pool, partial(_encode_group, options), groups, max_in_flight=2 * count)
+        ) as encoded_groups,
+    ):
+        for encoded in encoded_groups:
             results.extend(encoded)
     return results

@@ -24,7 +24,7 @@ import sys
 import time
 from array import array
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -155,7 +155,11 @@ def iter_encoded_chunks(
             results = ordered_map(None, partial(_encode_range, encoder), tasks, max_in_flight=1)
         else:
             pool = cleanup.enter_context(process_pool(count, worker_encoder.install, (encoder,)))
-            results = ordered_map(pool, _encode_task, tasks, max_in_flight=2 * count)
+            # Entered after the pool, so closed first: queued tasks are cancelled
+            # before the pool shuts down, even when the caller abandons this generator.
+            results = cleanup.enter_context(
+                closing(ordered_map(pool, _encode_task, tasks, max_in_flight=2 * count))
+            )
         for task, result in zip(tasks, results, strict=True):
             advance(task.byte_range.size)
             yield result

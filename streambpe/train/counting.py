@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
+from contextlib import closing
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -166,9 +167,14 @@ def count_words_in_file(
                 progress_callback(task.ranges[-1].end - task.ranges[0].start)
 
     in_flight = 2 * max(workers, 1)
+    # closing(): an error or Ctrl-C while consuming cancels the queued tasks at once.
     if executor is not None:
-        consume(ordered_map(executor, run_count_task, tasks, max_in_flight=in_flight))
+        with closing(ordered_map(executor, run_count_task, tasks, max_in_flight=in_flight)) as run:
+            consume(run)
     else:
-        with process_pool(min(workers, len(tasks))) as pool:
-            consume(ordered_map(pool, run_count_task, tasks, max_in_flight=in_flight))
+        with (
+            process_pool(min(workers, len(tasks))) as pool,
+            closing(ordered_map(pool, run_count_task, tasks, max_in_flight=in_flight)) as run,
+        ):
+            consume(run)
     return total

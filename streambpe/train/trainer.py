@@ -57,9 +57,9 @@ def check_vocab_size(vocab_size: int, special_tokens: Sequence[str]) -> int:
     minimum = N_BYTE_TOKENS + len(special_tokens)
     if vocab_size < minimum:
         raise ParameterError(
-            f"vocab_size={vocab_size} is too small: the {N_BYTE_TOKENS} byte tokens and "
-            f"{len(special_tokens)} special token(s) alone need {minimum}; "
-            f"pass vocab_size >= {minimum}"
+            f"vocab size {vocab_size} is too small: the {N_BYTE_TOKENS} byte tokens and "
+            f"{len(special_tokens)} special token(s) alone need {minimum} (or more)",
+            fix=("vocab_size", str(minimum)),
         )
     return vocab_size - minimum
 
