@@ -7,7 +7,7 @@ independent.
 
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any
 process pool, pool manager thread or child process outlived the tests: such a
-leftover is what makes a program hang at exit (DESIGN rule 8).
+leftover is what makes a program hang at exit (docs/design.md, "Errors lose nothing").
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pytest
 import regex
 import tiktoken
 import tiktoken.load
+from streaming_helpers import tiktoken_file
 
 from streambpe import core, patterns
 from streambpe.tokenizer import Tokenizer
@@ -179,24 +180,16 @@ def cs336_dir() -> Path:
     return CS336_FIXTURES
 
 
-def _tiktoken_file(name: str) -> Path:
-    for folder in (REPO_ROOT / "fixtures" / "tiktoken", SHARED_FIXTURES / "tiktoken"):
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    pytest.skip(f"{name} is in neither fixtures/tiktoken/ nor ../shared/fixtures/tiktoken/")
-
-
 @pytest.fixture(scope="session")
 def r50k_ranks() -> dict[bytes, int]:
     """GPT-2 / r50k_base mergeable ranks, read offline."""
-    return tiktoken.load.load_tiktoken_bpe(str(_tiktoken_file("r50k_base.tiktoken")))
+    return tiktoken.load.load_tiktoken_bpe(str(tiktoken_file("r50k_base.tiktoken")))
 
 
 @pytest.fixture(scope="session")
 def cl100k_ranks() -> dict[bytes, int]:
     """cl100k_base mergeable ranks, read offline."""
-    return tiktoken.load.load_tiktoken_bpe(str(_tiktoken_file("cl100k_base.tiktoken")))
+    return tiktoken.load.load_tiktoken_bpe(str(tiktoken_file("cl100k_base.tiktoken")))
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import sys
 import threading
+import time
 from array import array
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from functools import cache, lru_cache
@@ -20,7 +21,6 @@ from types import FrameType
 
 import anyio
 import psutil
-import pytest
 import tiktoken.load
 
 import streambpe
@@ -35,14 +35,10 @@ R50K_EOT_ID = 50256
 
 
 def tiktoken_file(name: str) -> Path:
-    """``fixtures/tiktoken/NAME`` in the repo, else ``../shared/fixtures/tiktoken/NAME``; skip if absent."""
-    for folder in (
-        REPO_ROOT / "fixtures" / "tiktoken",
-        REPO_ROOT.parent / "shared" / "fixtures" / "tiktoken",
-    ):
-        if (folder / name).is_file():
-            return folder / name
-    pytest.skip(f"{name} is in neither fixtures/tiktoken/ nor ../shared/fixtures/tiktoken/")
+    """``fixtures/tiktoken/NAME``: the rank files ship in the repository (see its README)."""
+    path = REPO_ROOT / "fixtures" / "tiktoken" / name
+    assert path.is_file(), f"{path} ships with the repository; is the checkout complete?"
+    return path
 
 
 @cache
@@ -50,7 +46,7 @@ def _ranks(name: str) -> dict[bytes, int]:
     return tiktoken.load.load_tiktoken_bpe(str(tiktoken_file(name)))
 
 
-def r50k_tokenizer(eot_id: int = R50K_EOT_ID) -> Tokenizer:
+def fresh_r50k_tokenizer(eot_id: int = R50K_EOT_ID) -> Tokenizer:
     """GPT-2's r50k_base vocabulary as a streambpe tokenizer (a fresh instance each call)."""
     return Tokenizer.from_ranks(
         _ranks("r50k_base.tiktoken"),
@@ -59,7 +55,7 @@ def r50k_tokenizer(eot_id: int = R50K_EOT_ID) -> Tokenizer:
     )
 
 
-def cl100k_tokenizer() -> Tokenizer:
+def fresh_cl100k_tokenizer() -> Tokenizer:
     """cl100k_base (ids above 65535, its own pattern) as a streambpe tokenizer."""
     return Tokenizer.from_ranks(
         _ranks("cl100k_base.tiktoken"),
@@ -237,9 +233,14 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
-def new_children(before: set[int]) -> set[int]:
-    """Descendants that did not exist in ``before`` and are still alive."""
-    return child_pids() - before
+def new_children(before: set[int], timeout: float = 0.0) -> set[int]:
+    """Descendants that did not exist in ``before`` and are still alive after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        extra = child_pids() - before
+        if not extra or time.monotonic() >= deadline:
+            return extra
+        time.sleep(0.05)
 
 
 def busy_package_threads() -> list[str]:

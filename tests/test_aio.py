@@ -1,10 +1,10 @@
 """Async encoding (``streambpe.streaming.aio``) under asyncio and trio.
 
 Guards: ``aencode_iterable`` gives ``encode(whole_text)`` however the text is
-chunked and whatever the source kind (DESIGN rule 4); it streams and applies
+chunked and whatever the source kind (docs/design.md, "Streams are chunk-agnostic"); it streams and applies
 backpressure; it keeps the event loop responsive; cancellation and source
 errors propagate cleanly; ``aencode_file`` matches ``encode_file`` and leaves
-nothing behind when cancelled (rule 8).
+nothing behind when cancelled ("Errors lose nothing").
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from streaming_helpers import (
     counting_async_source,
     counting_sync_source,
     cut_inside_specials,
+    fresh_r50k_tokenizer,
     listing,
     make_no_space_text,
     make_text,
     new_children,
-    r50k_tokenizer,
     ragged_chunks,
     train_small_tokenizer,
     unexpected_threads,
@@ -62,7 +62,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="module")
 def gpt2_tok() -> Tokenizer:
     """r50k_base (GPT-2) with ``<|endoftext|>``: realistic merges and pattern."""
-    return r50k_tokenizer()
+    return fresh_r50k_tokenizer()
 
 
 def make_source(kind: str, chunks: list[str], counter: PullCounter | None = None) -> Any:
@@ -286,9 +286,12 @@ async def largest_loop_gap(work: Callable[[], Awaitable[object]]) -> float:
     return max(gaps)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("text_kind", list(LARGE_TEXTS))
-async def test_event_loop_stays_responsive(gpt2_tok: Tokenizer, text_kind: str) -> None:
+async def test_event_loop_stays_responsive(
+    gpt2_tok: Tokenizer, text_kind: str, backend: str
+) -> None:
     """Encoding megabytes through ``aencode_iterable`` never stalls the loop for 100 ms.
 
     The test can fail: calling ``tok.encode(text)`` directly in the loop stalls
@@ -297,6 +300,10 @@ async def test_event_loop_stays_responsive(gpt2_tok: Tokenizer, text_kind: str) 
     or doing the splitting work on the loop in unbounded steps.
     """
     build, size = LARGE_TEXTS[text_kind]
+    if backend == "native" and text_kind == "ascii":
+        # One repeated sentence is all cache hits: the compiled core encodes 6 MB of
+        # it in under 100 ms, too fast for a blocking encode to show a stall.
+        size *= 5
     text = build(size)
     chunks = [text[i : i + 8192] for i in range(0, len(text), 8192)]
     ids: list[int] = []
@@ -429,6 +436,7 @@ def big_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_cancelled_aencode_file_leaves_nothing(
     gpt2_tok: Tokenizer, big_input: Path, tmp_path: Path
@@ -463,8 +471,8 @@ def test_atrain_bpe_equals_train_bpe(tmp_path: Path, backend: str) -> None:
     )
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_atrain_bpe_cancels_between_merges(tmp_path: Path, backend: str) -> None:
+@pytest.mark.parametrize("event_loop", BACKENDS)
+def test_atrain_bpe_cancels_between_merges(tmp_path: Path, event_loop: str) -> None:
     """Cancelling the awaiting task stops training at the next merge, well before the end."""
     rng = random.Random(10)
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -483,4 +491,4 @@ def test_atrain_bpe_cancels_between_merges(tmp_path: Path, backend: str) -> None
     full_started = time.monotonic()
     streambpe.train_bpe(corpus, 20_000, ["<|endoftext|>"], workers=1)
     full = time.monotonic() - full_started
-    assert anyio.run(train_briefly, backend=backend) < max(full / 2, 0.3 + 1.0)
+    assert anyio.run(train_briefly, backend=event_loop) < max(full / 2, 0.3 + 1.0)

@@ -16,10 +16,10 @@ import pytest
 from streaming_helpers import (
     EOT,
     child_pids,
+    fresh_r50k_tokenizer,
     make_text,
     make_whitespace_text,
     new_children,
-    r50k_tokenizer,
 )
 
 import streambpe.streaming.batch
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.usefixtures("backend")
 @pytest.fixture(scope="module")
 def gpt2_tok() -> Tokenizer:
     """r50k_base (GPT-2) with ``<|endoftext|>``."""
-    return r50k_tokenizer()
+    return fresh_r50k_tokenizer()
 
 
 def varied_texts(count: int, seed: int) -> list[str]:

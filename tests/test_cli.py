@@ -615,6 +615,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_and_leaves_nothing(tokenizer_dir: Path, tmp_path: Path) -> None:
     """SIGINT during a two-worker encode: exit 130, a one-line note, no output, no worker left alive."""
     source = tmp_path / "big.txt"

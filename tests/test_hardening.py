@@ -3,7 +3,7 @@
 - Process pools: a worker killed halfway through sending its result must
   neither hang the caller nor the interpreter at exit; every pool is finished
   when its ``with`` block ends; the session check in ``conftest.py`` catches
-  leftovers (DESIGN rule 8).
+  leftovers (docs/design.md, "Errors lose nothing").
 - Output files get the permissions ``open(path, "w")`` would give them under
   the process umask, from every writer (a private 0600 file is a surprise).
 """
@@ -107,6 +107,7 @@ def test_pool_block_ending_normally_cancels_queued_tasks() -> None:
 def test_session_check_fails_a_run_that_leaks_a_pool(tmp_path: Path) -> None:
     """The conftest session check turns a pool left open into a failed run, and the run still ends."""
     shutil.copy(TESTS_DIR / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(TESTS_DIR / "streaming_helpers.py", tmp_path / "streaming_helpers.py")
     (tmp_path / "test_leak.py").write_text(
         textwrap.dedent(
             """

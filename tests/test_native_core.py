@@ -70,7 +70,7 @@ def test_learn_merges_on_real_text() -> None:
 def test_learn_merges_matches_cs336_reference(
     cs336_dir: Path, gpt2_spelling_decoder: Callable[[str], bytes]
 ) -> None:
-    """The native loop alone reproduces the CS336 reference merges (rule 1, the tie-break)."""
+    """The native loop alone reproduces the CS336 reference merges (docs/design.md, "The tie-break")."""
     lines = (cs336_dir / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
     reference = [tuple(map(gpt2_spelling_decoder, line.split(" "))) for line in lines if line]
     text = (cs336_dir / "corpus.en").read_text(encoding="utf-8")

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-import psutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streaming_helpers import child_pids, new_children
 
 import streambpe
 import streambpe.train.counting
@@ -115,20 +115,6 @@ def _stall_after_first_range(task: CountTask) -> dict[str, int]:
     return {}
 
 
-def _new_children(before: set[int], timeout: float = 5.0) -> list[psutil.Process]:
-    """Child processes not present in ``before``, after giving them ``timeout`` s to go away."""
-    deadline = time.monotonic() + timeout
-    while True:
-        extra = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-        if not extra or time.monotonic() > deadline:
-            return extra
-        time.sleep(0.05)
-
-
-def _child_pids() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True)}
-
-
 def _write(path: Path, data: str | bytes) -> Path:
     path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
     return path
@@ -178,7 +164,7 @@ def reference_vocab_bytes(
 def test_train_bpe_matches_cs336_reference(
     cs336_file: Callable[[str], Path], reference_merges: Merges, reference_vocab_bytes: set[bytes]
 ) -> None:
-    """Guards rule 1 (tie-break on (left, right) bytes) against the CS336 reference output."""
+    """Guards "The tie-break" (on (left, right) bytes) against the CS336 reference output."""
     vocab, merges = train_bpe(cs336_file("corpus.en"), 500, [EOT], workers=1)
     assert len(reference_merges) == 243
     assert merges == reference_merges
@@ -272,7 +258,7 @@ def _seeded_corpus(seed: int, fragments: int) -> str:
 def test_workers_and_chunks_agree_with_naive_on_adversarial_corpus(
     specials: list[str], tmp_path: Path, pieces_oracle: PiecesOracle
 ) -> None:
-    """Guards rule 5 on ties, repeats, scripts and specials: all settings equal the oracle."""
+    """Guards "Determinism" on ties, repeats, scripts and specials: all settings equal the oracle."""
     text = _seeded_corpus(seed=len(specials), fragments=4000)
     path = _write(tmp_path / "corpus.txt", text)
     vocab_size = 256 + len(specials) + 120
@@ -284,7 +270,7 @@ def test_workers_and_chunks_agree_with_naive_on_adversarial_corpus(
 
 
 def test_special_tokens_are_never_merged(tmp_path: Path) -> None:
-    """Guards rule 2: no learned token contains or straddles a special token."""
+    """Guards "Special tokens": no learned token contains or straddles a special token."""
     path = _write(tmp_path / "corpus.txt", ("hi" + EOT) * 500 + " <|endo ftext|>")
     _, merges = train_bpe(path, 265, [EOT], workers=1)
     for left, right in merges:
@@ -378,7 +364,7 @@ def test_cache_true_uses_the_default_directory(
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
-    """Guards rule 8: a missing input raises FileNotFoundError naming it."""
+    """Guards "Errors lose nothing": a missing input raises FileNotFoundError naming it."""
     missing = tmp_path / "nope" / "corpus.txt"
     with pytest.raises(FileNotFoundError, match=r"corpus\.txt") as info:
         train_bpe(missing, 300, [EOT])
@@ -386,14 +372,14 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
 
 
 def test_empty_file_is_rejected(tmp_path: Path) -> None:
-    """Guards rule 8: an empty corpus is an error, not an empty vocabulary."""
+    """Guards "Errors lose nothing": an empty corpus is an error, not an empty vocabulary."""
     path = _write(tmp_path / "empty.txt", b"")
     with pytest.raises(ValueError, match="empty"):
         train_bpe(path, 300, [EOT])
 
 
 def test_directory_is_rejected(tmp_path: Path) -> None:
-    """Guards rule 8: a directory is not a corpus."""
+    """Guards "Errors lose nothing": a directory is not a corpus."""
     with pytest.raises(IsADirectoryError, match="directory"):
         train_bpe(tmp_path, 300, [EOT])
 
@@ -404,7 +390,7 @@ def test_directory_is_rejected(tmp_path: Path) -> None:
 def test_vocab_size_below_bytes_and_specials(
     tmp_path: Path, vocab_size: int, specials: list[str]
 ) -> None:
-    """Guards rule 8: too small a vocab_size says the minimum."""
+    """Guards "Errors lose nothing": too small a vocab_size says the minimum."""
     path = _write(tmp_path / "corpus.txt", "hello")
     with pytest.raises(ValueError, match=f"use vocab_size={256 + len(specials)}"):
         train_bpe(path, vocab_size, specials)
@@ -415,7 +401,7 @@ def test_vocab_size_below_bytes_and_specials(
     [([""], ValueError), ([EOT, EOT], ValueError), (EOT, TypeError)],
 )
 def test_bad_special_tokens(tmp_path: Path, specials: object, error: type[Exception]) -> None:
-    """Guards rule 8: empty, duplicate or a bare string of special tokens is refused."""
+    """Guards "Errors lose nothing": empty, duplicate or a bare string of special tokens is refused."""
     path = _write(tmp_path / "corpus.txt", "hello")
     with pytest.raises(error):
         train_bpe(path, 300, specials)  # type: ignore[arg-type]
@@ -431,7 +417,7 @@ def _bad_utf8_corpus() -> tuple[bytes, int, int]:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_invalid_utf8_reports_the_file_offset(tmp_path: Path, workers: int) -> None:
-    """Guards rule 8: the offset is the first bad byte's offset in the file, not in a chunk."""
+    """Guards "Errors lose nothing": the offset is the first bad byte's offset in the file, not in a chunk."""
     data, first_bad, _ = _bad_utf8_corpus()
     path = _write(tmp_path / "bad.txt", data)
     with pytest.raises(InvalidUTF8Error) as info:
@@ -478,14 +464,14 @@ def test_unknown_errors_policy_is_refused(tmp_path: Path) -> None:
 def test_dead_worker_raises_worker_error_and_leaves_no_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Guards rule 8: a worker killed mid-task becomes WorkerError; no process is orphaned."""
+    """Guards "Errors lose nothing": a worker killed mid-task becomes WorkerError; no process is orphaned."""
     path = _write(tmp_path / "corpus.txt", "some words to count " * 2000)
-    before = _child_pids()
+    before = child_pids()
     monkeypatch.setattr(streambpe.train.counting, "run_count_task", _crash_on_first_range)
     started = time.monotonic()
     with pytest.raises(WorkerError, match="worker"):
         train_bpe(path, 300, [EOT], workers=2, chunk_size=1024)
-    assert _new_children(before) == []
+    assert new_children(before, timeout=5.0) == set()
     assert time.monotonic() - started < STALL_SECONDS / 2
 
 
@@ -494,7 +480,7 @@ def test_keyboard_interrupt_propagates_and_leaves_no_children(
 ) -> None:
     """Guards Ctrl-C: KeyboardInterrupt reaches the caller and the pool's workers are gone."""
     path = _write(tmp_path / "corpus.txt", "some words to count " * 2000)
-    before = _child_pids()
+    before = child_pids()
 
     def interrupt(total: object, part: object) -> NoReturn:
         raise KeyboardInterrupt
@@ -504,5 +490,5 @@ def test_keyboard_interrupt_propagates_and_leaves_no_children(
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         train_bpe(path, 300, [EOT], workers=2, chunk_size=1024)
-    assert _new_children(before) == []
+    assert new_children(before, timeout=5.0) == set()
     assert time.monotonic() - started < STALL_SECONDS / 2

@@ -1,8 +1,9 @@
 """Process pools that leave nothing behind, and an ordered map with bounded work in flight.
 
-Pretokenizing is CPU-bound Python holding the GIL, so parallel work runs in
-processes (DESIGN rule 6). Any ``concurrent.futures.Executor`` can stand in for
-the default pool: the map step only submits pure, picklable tasks.
+Pretokenizing with ``regex`` is CPU-bound Python holding the GIL, so parallel
+work runs in processes (``docs/design.md``, "Processes or threads"). Any
+``concurrent.futures.Executor`` can stand in for the default pool: the map
+step only submits pure, picklable tasks.
 
 Every pool :func:`process_pool` opens is finished before the ``with`` block
 returns, whether it ends normally, by an error, by Ctrl-C or by a cancelled

@@ -576,7 +576,7 @@ private:
     }
 
     // "x pops after y": higher count first, then the greater (left, right)
-    // bytes (rule 1). Token bytes can repeat (two merges may spell the same
+    // bytes (docs/design.md, "The tie-break"). Token bytes can repeat (two merges may spell the same
     // bytes); the pure heap then compares ids, smaller first, and so do we.
     struct Lower {
         const std::vector<std::string>& tokens;
