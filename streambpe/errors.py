@@ -129,5 +129,25 @@ class FormatError(StreamBPEError, ValueError):
         return (type(self), (self.path, self.line_number, self.problem))
 
 
+class MissingDependencyError(StreamBPEError, ImportError):
+    """An optional feature needs a package that is not installed; the message names the extra.
+
+    >>> str(MissingDependencyError("reading 's3://b/x.txt'", "fsspec", "remote"))
+    "reading 's3://b/x.txt' needs fsspec, which is not installed: pip install 'streambpe[remote]'"
+    """
+
+    def __init__(self, what: str, package: str, extra: str) -> None:
+        self.what = what
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{what} needs {package}, which is not installed: pip install 'streambpe[{extra}]'",
+            name=package,
+        )
+
+    def __reduce__(self) -> tuple[type[MissingDependencyError], tuple[str, str, str]]:
+        return (type(self), (self.what, self.package, self.extra))
+
+
 class VocabSizeWarning(UserWarning):
     """The corpus ran out of pairs before ``vocab_size`` was reached."""

@@ -23,6 +23,12 @@ from collections.abc import Sequence
 from streambpe.cutting.rule import ByteBuffer, next_safe_byte_cut
 from streambpe.cutting.specials import spanned_by_special
 
+#: Bytes searched per step for a cut. The result never depends on it (each step finds
+#: the first cut of either kind in its stretch); it bounds how far past a cut the
+#: searches for a newline or a special token look, which is what a planner reading
+#: a remote file pays for.
+CUT_SEARCH_WINDOW = 16 * 1024
+
 
 def _next_special_start(
     data: ByteBuffer, start: int, end: int, specials: Sequence[bytes]
@@ -75,6 +81,27 @@ def next_chunk_cut(
     return None
 
 
+def cut_at_or_after(
+    data: ByteBuffer, offset: int, specials: Sequence[bytes], *, space_cuts: bool
+) -> int:
+    """The first safe cut at or after ``offset``: 0 at the start, ``len(data)`` if none is left.
+
+    It depends only on the bytes, so two tasks given the same nominal offset
+    agree on the cut without talking to each other, and the search reads only
+    the bytes up to the cut (plus a little look-back and look-ahead).
+
+    >>> data = b"one two<|endoftext|>three four"
+    >>> [cut_at_or_after(data, offset, [b"<|endoftext|>"], space_cuts=True) for offset in (0, 2, 5, 26)]
+    [0, 3, 7, 30]
+    """
+    if offset <= 0:
+        return 0
+    if offset >= len(data):
+        return len(data)
+    cut = next_chunk_cut(data, offset, specials, space_cuts=space_cuts, window=CUT_SEARCH_WINDOW)
+    return len(data) if cut is None else cut
+
+
 def find_chunk_boundaries(
     data: ByteBuffer,
     chunk_size: int,
@@ -99,7 +126,11 @@ def find_chunk_boundaries(
     length = len(data)
     while boundaries[-1] + chunk_size < length:
         cut = next_chunk_cut(
-            data, boundaries[-1] + chunk_size, specials, space_cuts=space_cuts, window=chunk_size
+            data,
+            boundaries[-1] + chunk_size,
+            specials,
+            space_cuts=space_cuts,
+            window=min(chunk_size, CUT_SEARCH_WINDOW),
         )
         if cut is None:
             break
