@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,7 @@ class Tokenizer(Encoder):
         chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
         errors: DecodeErrors = "strict",
         progress: bool | ProgressReporter = False,
+        executor: Executor | None = None,
     ) -> EncodeStats:
         """Encode a file of any size into raw little-endian ids, in constant memory.
 
@@ -223,6 +225,7 @@ class Tokenizer(Encoder):
             chunk_size=chunk_size,
             errors=errors,
             progress=progress,
+            executor=executor,
         )
 
     def iter_file_ids(
@@ -233,6 +236,7 @@ class Tokenizer(Encoder):
         chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
         errors: DecodeErrors = "strict",
         progress: bool | ProgressReporter = False,
+        executor: Executor | None = None,
     ) -> Iterator[list[int]]:
         """The ids of a file, a chunk at a time (lists of ints), in order, in constant memory."""
         return file_encoding.iter_file_ids(
@@ -242,6 +246,7 @@ class Tokenizer(Encoder):
             chunk_size=chunk_size,
             errors=errors,
             progress=progress,
+            executor=executor,
         )
 
     async def aencode_file(
@@ -254,6 +259,7 @@ class Tokenizer(Encoder):
         chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
         errors: DecodeErrors = "strict",
         progress: bool | ProgressReporter = False,
+        executor: Executor | None = None,
     ) -> EncodeStats:
         """Async form of :meth:`encode_file`; cancelling it stops the workers, keeps no output."""
         return await aio.aencode_file(
@@ -265,6 +271,7 @@ class Tokenizer(Encoder):
             chunk_size=chunk_size,
             errors=errors,
             progress=progress,
+            executor=executor,
         )
 
     def __repr__(self) -> str:

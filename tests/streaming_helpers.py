@@ -273,6 +273,11 @@ def unexpected_threads(before: set[threading.Thread]) -> list[str]:
     ]
 
 
+def encode_threads() -> list[str]:
+    """Names of the live threads of streambpe's encoding thread pools."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("streambpe-encode")]
+
+
 def listing(folder: Path) -> set[str]:
     """Names in ``folder`` (hidden temporary files included)."""
     return {path.name for path in folder.iterdir()}

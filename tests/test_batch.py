@@ -1,8 +1,9 @@
-"""``Tokenizer.encode_batch``: many texts, in-process when small, over processes when large.
+"""``Tokenizer.encode_batch``: many texts, in-process when small, over threads or processes when large.
 
-Guards: the result equals ``[encode(t) for t in texts]`` on both paths, in
-order, with the keywords passed through to every text (in the workers too),
-and errors raised in a worker reach the caller with no process left behind.
+Guards: the result equals ``[encode(t) for t in texts]`` on every path
+(in-process, threads, processes; on both backends), in order, with the
+keywords passed through to every text (in the workers too), and errors raised
+in a worker reach the caller with no process or thread left behind.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from streaming_helpers import (
     EOT,
     child_pids,
+    encode_threads,
     fresh_r50k_tokenizer,
     make_text,
     make_whitespace_text,
@@ -23,7 +25,7 @@ from streaming_helpers import (
 )
 
 import streambpe.streaming.batch
-from streambpe._support.pool import process_pool
+import streambpe.streaming.parallel
 from streambpe.tokenizer import Tokenizer
 
 # The exactness tests run once per backend (docs/design.md, "Backends").
@@ -49,7 +51,7 @@ def varied_texts(count: int, seed: int) -> list[str]:
 
 
 class PoolSpy:
-    """Wraps ``streambpe.streaming.batch.process_pool`` to record how many pools were started, with how many workers."""
+    """Wraps a pool context manager of ``streambpe.streaming.parallel`` to record the pools started and their sizes."""
 
     def __init__(self, original: Callable[..., AbstractContextManager[Any]]) -> None:
         self.original = original
@@ -62,22 +64,32 @@ class PoolSpy:
             yield pool
 
 
-@pytest.fixture
-def parallel(monkeypatch: pytest.MonkeyPatch) -> PoolSpy:
-    """Make small batches take the parallel path (tiny thresholds) and spy on the pool."""
-    monkeypatch.setattr(streambpe.streaming.batch, "PARALLEL_THRESHOLD_CHARS", 10_000)
-    monkeypatch.setattr(streambpe.streaming.batch, "TASK_CHARS", 7_000)
-    spy = PoolSpy(process_pool)
-    monkeypatch.setattr(streambpe.streaming.batch, "process_pool", spy)
+def spy_on_pools(monkeypatch: pytest.MonkeyPatch) -> PoolSpy:
+    """One spy on both kinds of pool (thread and process) that ``encode_map`` may start."""
+    module = streambpe.streaming.parallel
+    spy = PoolSpy(module.process_pool)
+    threads = PoolSpy(module.thread_pool)
+    threads.workers = spy.workers
+    monkeypatch.setattr(module, "process_pool", spy)
+    monkeypatch.setattr(module, "thread_pool", threads)
     return spy
+
+
+@pytest.fixture(params=["processes", "threads"])
+def parallel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> PoolSpy:
+    """Make small batches take the parallel path (tiny thresholds) on threads or on processes, and spy on the pool."""
+    mode = request.param
+    monkeypatch.setattr(streambpe.streaming.parallel, "parallel_mode", lambda encoder: mode)
+    monkeypatch.setitem(streambpe.streaming.batch.PARALLEL_THRESHOLD_CHARS, mode, 10_000)
+    monkeypatch.setitem(streambpe.streaming.batch.TASK_CHARS, mode, 7_000)
+    return spy_on_pools(monkeypatch)
 
 
 def test_small_batch_is_encoded_in_process(
     gpt2_tok: Tokenizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Below the threshold no pool starts, and each text is encoded as ``encode`` would."""
-    spy = PoolSpy(process_pool)
-    monkeypatch.setattr(streambpe.streaming.batch, "process_pool", spy)
+    spy = spy_on_pools(monkeypatch)
     texts = ["Hello world", "", "a\n\n b", f"x{EOT}y", "日本語 👍🏽", "   "]
     assert gpt2_tok.encode_batch(texts, workers=2) == [gpt2_tok.encode(t) for t in texts]
     assert spy.workers == []
@@ -100,6 +112,7 @@ def test_large_batch_in_parallel_keeps_order(
     assert len(parallel.workers) == 1 and parallel.workers[0] >= 2
     assert result == [gpt2_tok.encode(t) for t in texts]
     assert new_children(children) == set()
+    assert encode_threads() == []
 
 
 def test_keywords_reach_the_workers(gpt2_tok: Tokenizer, parallel: PoolSpy) -> None:
@@ -121,3 +134,4 @@ def test_disallowed_special_raises_from_a_worker(gpt2_tok: Tokenizer, parallel: 
         gpt2_tok.encode_batch(texts, allowed_special=set(), disallowed_special="all", workers=2)
     assert parallel.workers
     assert new_children(children) == set()
+    assert encode_threads() == []

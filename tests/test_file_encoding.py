@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from streaming_helpers import (
     EOT,
     REPO_ROOT,
     child_pids,
+    encode_threads,
     fresh_cl100k_tokenizer,
     fresh_r50k_tokenizer,
     listing,
@@ -39,6 +41,7 @@ from streaming_helpers import (
 
 import streambpe
 import streambpe.streaming.file_encoding
+import streambpe.streaming.parallel
 from streambpe._support.progress import Advance
 from streambpe.errors import InvalidUTF8Error, WorkerError
 from streambpe.tokenizer import Tokenizer
@@ -121,16 +124,20 @@ def test_iter_file_ids_yields_the_ids_without_writing(
     assert listing(source.parent) == before
 
 
+@pytest.mark.parametrize("mode", ["processes", "threads"])
 def test_abandoned_iter_file_ids_stops_its_workers(
-    gpt2_tok: Tokenizer, inputs: dict[str, Path]
+    gpt2_tok: Tokenizer, inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    """Closing the generator after one chunk shuts the pool down: no child process survives."""
+    """Closing the generator after one chunk shuts the pool down: no worker process or thread survives."""
+    monkeypatch.setattr(streambpe.streaming.parallel, "parallel_mode", lambda encoder: mode)
     children = child_pids()
     chunks = gpt2_tok.iter_file_ids(inputs["multilingual"], workers=2, chunk_size=5000)
     assert next(chunks)
-    assert new_children(children), "the pool should be running while chunks are pending"
+    workers = new_children(children) if mode == "processes" else encode_threads()
+    assert workers, "the pool should be running while chunks are pending"
     chunks.close()  # type: ignore[attr-defined]
     assert new_children(children) == set()
+    assert encode_threads() == []
 
 
 def test_tokenizer_method_passes_options(
@@ -145,6 +152,66 @@ def test_tokenizer_method_passes_options(
     assert read_ids(tmp_path / "out.bin", "uint32") == gpt2_tok.encode(
         source.read_bytes().decode("utf-8")
     )
+
+
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_threads_and_processes_give_the_same_ids(
+    gpt2_tok: Tokenizer,
+    inputs: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    """Either way of spreading the work, on either backend, writes what one thread writes."""
+    source = inputs["many-endoftext"]
+    gpt2_tok.encode_file(source, tmp_path / "one.bin", workers=1, chunk_size=7000)
+    monkeypatch.setattr(streambpe.streaming.parallel, "parallel_mode", lambda encoder: mode)
+    for workers in (2, 3):
+        gpt2_tok.encode_file(source, tmp_path / "many.bin", workers=workers, chunk_size=7000)
+        assert (tmp_path / "many.bin").read_bytes() == (tmp_path / "one.bin").read_bytes()
+    assert encode_threads() == []
+
+
+def _move_to(folder: str) -> None:
+    """Pool initializer: the worker runs in another directory than the caller."""
+    os.chdir(folder)
+
+
+@pytest.mark.parametrize("kind", ["thread-pool", "process-pool-elsewhere"])
+def test_encode_file_on_a_callers_executor(
+    gpt2_tok: Tokenizer,
+    inputs: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+) -> None:
+    """``executor=`` gives the default's bytes; relative paths work from workers in another directory.
+
+    The process pool is a stand-in for a cluster: its workers start in another
+    directory and get the encoder from a staged file, which is gone afterwards.
+    """
+    source = inputs["multilingual"]
+    gpt2_tok.encode_file(source, tmp_path / "default.bin", chunk_size=20_000)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(source.parent)
+    executor: Executor = (
+        ThreadPoolExecutor(2)
+        if kind == "thread-pool"
+        else ProcessPoolExecutor(2, initializer=_move_to, initargs=(str(elsewhere),))
+    )
+    with executor:
+        stats = gpt2_tok.encode_file(
+            source.name, os.path.relpath(out / "ids.bin"), chunk_size=20_000, executor=executor
+        )
+        chunks = list(gpt2_tok.iter_file_ids(source.name, chunk_size=20_000, executor=executor))
+    assert (out / "ids.bin").read_bytes() == (tmp_path / "default.bin").read_bytes()
+    assert stats.tokens == sum(map(len, chunks)) == (out / "ids.bin").stat().st_size // 2
+    assert [i for chunk in chunks for i in chunk] == read_ids(out / "ids.bin", "uint16")
+    assert listing(out) == {"ids.bin"}, "the staged encoder should be gone"
+    assert listing(elsewhere) == set()
 
 
 ATOMS = [
@@ -338,8 +405,8 @@ def test_errors_replace_substitutes_u_fffd(
 _TEST_PROCESS = os.getpid()
 
 
-def _die_in_worker(task: object) -> tuple[int, bytes]:
-    """Stands in for ``_encode_task``: a worker process that dies abruptly."""
+def _die_in_worker(encoder: object, task: object) -> tuple[int, bytes]:
+    """Stands in for ``encode_range``: a worker process that dies abruptly."""
     if os.getpid() != _TEST_PROCESS:
         os._exit(1)
     raise RuntimeError("the task ran in the test process, not in a worker")
@@ -349,7 +416,8 @@ def test_dying_worker_raises_worker_error(
     gpt2_tok: Tokenizer, inputs: dict[str, Path], output: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker killed mid-task surfaces as WorkerError; the pool is torn down, nothing written."""
-    monkeypatch.setattr(streambpe.streaming.file_encoding, "_encode_task", _die_in_worker)
+    monkeypatch.setattr(streambpe.streaming.parallel, "parallel_mode", lambda encoder: "processes")
+    monkeypatch.setattr(streambpe.streaming.file_encoding, "encode_range", _die_in_worker)
     with leaves_nothing_behind(output.parent, output), pytest.raises(WorkerError, match="died"):
         gpt2_tok.encode_file(inputs["multilingual"], output, workers=2, chunk_size=10_000)
 

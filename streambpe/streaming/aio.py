@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from concurrent.futures import Executor
 from functools import partial
 from typing import TypeVar
 
@@ -159,6 +160,7 @@ async def aencode_file(
     chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
     progress: bool | ProgressReporter = False,
+    executor: Executor | None = None,
 ) -> EncodeStats:
     """Async :func:`~streambpe.streaming.file_encoding.encode_file`: same options, same result.
 
@@ -175,5 +177,6 @@ async def aencode_file(
             chunk_size=chunk_size,
             errors=errors,
             progress=CancellableProgress(as_reporter(progress)),
+            executor=executor,
         )
     )

@@ -1,7 +1,9 @@
-"""``encode_batch``: many texts at once, spread over processes when that pays off.
+"""``encode_batch``: many texts at once, spread over threads or processes when that pays off.
 
-Starting processes and shipping text to them costs milliseconds, so small
-batches are encoded in this process.
+Threads serve a backend that encodes without the GIL, processes the others
+(:mod:`~streambpe.streaming.parallel`). Starting processes and shipping text
+to them costs milliseconds, so small batches are encoded in this process; a
+thread costs far less, so the threshold for threads is lower.
 
 >>> from streambpe.encode.encoder import Encoder
 >>> encode_batch(Encoder({i: bytes([i]) for i in range(256)}, {}), ["a", "bc"])
@@ -11,36 +13,47 @@ batches are encoded in this process.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import closing
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
-from streambpe._support.pool import ordered_map, process_pool, resolve_workers
+from streambpe._support.pool import resolve_workers
 from streambpe.encode.encoder import UNSET, Encoder, SpecialSet
-from streambpe.streaming import worker_encoder
+from streambpe.streaming import parallel
+from streambpe.streaming.parallel import Mode, encode_map
 
 #: Below this many characters in total, a batch is encoded in-process.
-PARALLEL_THRESHOLD_CHARS = 4 * 1024 * 1024
-#: Characters per task sent to a worker.
-TASK_CHARS = 1024 * 1024
+PARALLEL_THRESHOLD_CHARS: dict[Mode, int] = {
+    "processes": 4 * 1024 * 1024,
+    "threads": 256 * 1024,
+}
+#: Characters per task: large for processes (each hand-off pickles the text),
+#: smaller for threads (a hand-off is cheap, and small tasks balance the load).
+TASK_CHARS: dict[Mode, int] = {"processes": 1024 * 1024, "threads": 128 * 1024}
 
 
-def _encode_group(options: dict[str, Any], texts: list[str]) -> list[list[int]]:
-    encoder = worker_encoder.installed()
-    return [encoder.encode(text, **options) for text in texts]
+@dataclass(frozen=True)
+class _Group:
+    """Consecutive texts of the batch, encoded by one task with the caller's keywords."""
+
+    texts: list[str]
+    options: dict[str, Any]
 
 
-def _groups(texts: Sequence[str]) -> list[list[str]]:
-    # Consecutive texts, about TASK_CHARS characters per group, order kept.
+def _encode_group(encoder: Encoder, group: _Group) -> list[list[int]]:
+    return [encoder.encode(text, **group.options) for text in group.texts]
+
+
+def _groups(texts: Sequence[str], task_chars: int, options: dict[str, Any]) -> list[_Group]:
+    # Consecutive texts, about task_chars characters per group, order kept.
     groups: list[list[str]] = [[]]
     size = 0
     for text in texts:
-        if size >= TASK_CHARS:
+        if size >= task_chars:
             groups.append([])
             size = 0
         groups[-1].append(text)
         size += len(text)
-    return groups
+    return [_Group(group, options) for group in groups]
 
 
 def encode_batch(
@@ -51,7 +64,11 @@ def encode_batch(
     disallowed_special: SpecialSet | object = UNSET,
     workers: int | None = None,
 ) -> list[list[int]]:
-    """Encode each text (see :meth:`Encoder.encode` for the keywords), in order."""
+    """Encode each text (see :meth:`Encoder.encode` for the keywords), in order.
+
+    The result never depends on ``workers``: ``None`` means one thread or
+    process per core, ``1`` encodes in this thread.
+    """
     # Keywords left unset stay unset, so encode applies its own defaults.
     options: dict[str, Any] = {
         name: value
@@ -62,16 +79,12 @@ def encode_batch(
         if value is not UNSET
     }
     count = resolve_workers(workers)
-    if count <= 1 or sum(map(len, texts)) < PARALLEL_THRESHOLD_CHARS:
+    mode = parallel.parallel_mode(encoder)
+    if count <= 1 or sum(map(len, texts)) < PARALLEL_THRESHOLD_CHARS[mode]:
         return [encoder.encode(text, **options) for text in texts]
-    groups = _groups(texts)
     results: list[list[int]] = []
-    with (
-        process_pool(min(count, len(groups)), worker_encoder.install, (encoder,)) as pool,
-        closing(
-            ordered_map(pool, partial(_encode_group, options), groups, max_in_flight=2 * count)
-        ) as encoded_groups,
-    ):
+    groups = _groups(texts, TASK_CHARS[mode], options)
+    with encode_map(encoder, _encode_group, groups, workers=count) as encoded_groups:
         for encoded in encoded_groups:
             results.extend(encoded)
     return results

@@ -1,10 +1,12 @@
 """Encode a file of any size into a ``.bin`` of token ids, in constant memory.
 
 The file is memory-mapped and cut where a cut cannot change any id (the same
-byte ranges as training, :mod:`~streambpe.cutting.byte_ranges`). Chunks go to a process pool;
-results come back in input order with a bounded number in flight and are
-written as raw little-endian ids with no header (what nanoGPT-style loaders read
-with ``numpy.memmap``). The output is written to a temporary file and renamed
+byte ranges as training, :mod:`~streambpe.cutting.byte_ranges`). Chunks go to
+threads or processes, whichever the backend runs best on
+(:mod:`~streambpe.streaming.parallel`), or to a caller's executor. Results
+come back in input order with a bounded number in flight and are written as
+raw little-endian ids with no header (what nanoGPT-style loaders read with
+``numpy.memmap``). The output is written to a temporary file and renamed
 on success only.
 
 >>> import pathlib, tempfile
@@ -24,21 +26,19 @@ import sys
 import time
 from array import array
 from collections.abc import Iterator
-from contextlib import ExitStack, closing
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from streambpe._support.atomic import atomic_write
 from streambpe._support.inputs import check_input_file
-from streambpe._support.pool import ordered_map, process_pool, resolve_workers
 from streambpe._support.progress import ProgressReporter, as_reporter
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
 from streambpe.encode.encoder import Encoder
 from streambpe.errors import ParameterError
 from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
-from streambpe.streaming import worker_encoder
+from streambpe.streaming.parallel import encode_map
 
 #: Bytes of input per task: big enough to amortize the hand-off, small enough that a
 #: worker's decoded text, pieces and ids stay small (1 MiB rather than 2 MiB took
@@ -111,14 +111,10 @@ class _EncodeTask:
     errors: DecodeErrors
 
 
-def _encode_range(encoder: Encoder, task: _EncodeTask) -> tuple[int, bytes]:
+def encode_range(encoder: Encoder, task: _EncodeTask) -> tuple[int, bytes]:
+    """The number of ids of one byte range, and the ids packed as ``task.dtype``."""
     ids = encoder.encode(read_text(task.byte_range, task.errors))
     return len(ids), ids_to_bytes(ids, task.dtype)
-
-
-def _encode_task(task: _EncodeTask) -> tuple[int, bytes]:
-    """One task in a pool worker, with the encoder its initializer installed."""
-    return _encode_range(worker_encoder.installed(), task)
 
 
 def iter_encoded_chunks(
@@ -130,12 +126,18 @@ def iter_encoded_chunks(
     chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
     progress: bool | ProgressReporter = False,
+    executor: Executor | None = None,
+    staging_dir: str | os.PathLike[str] | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Yield ``(n_ids, packed_ids)`` for each chunk of the file, in order, without writing a file.
 
     ``packed_ids`` is little-endian ``dtype``; use :func:`iter_file_ids` for plain ints.
+    With an ``executor`` other than a thread pool, its workers must be able to
+    read the input and ``staging_dir`` (default: a temporary folder), where the
+    encoder is staged for them (:mod:`~streambpe.streaming.worker_encoder`).
     """
-    path = check_input_file(input_path)
+    # Absolute, so a worker running in another directory opens the same file.
+    path = check_input_file(input_path).absolute()
     chosen = choose_dtype(encoder.n_vocab, dtype)
     ranges = plan_byte_ranges(
         path,
@@ -144,22 +146,18 @@ def iter_encoded_chunks(
         space_cuts=encoder.pattern in SPACE_SPLITTABLE_PATTERNS,
     )
     tasks = [_EncodeTask(byte_range, chosen, errors) for byte_range in ranges]
-    count = min(resolve_workers(workers), len(tasks))
     reporter = as_reporter(progress)
     with (
         reporter.stage("encoding", total=path.stat().st_size, unit="B") as advance,
-        ExitStack() as cleanup,
+        encode_map(
+            encoder,
+            encode_range,
+            tasks,
+            workers=workers,
+            executor=executor,
+            staging_dir=staging_dir,
+        ) as results,
     ):
-        if count <= 1:
-            # In this process, with no global state: concurrent calls cannot mix encoders.
-            results = ordered_map(None, partial(_encode_range, encoder), tasks, max_in_flight=1)
-        else:
-            pool = cleanup.enter_context(process_pool(count, worker_encoder.install, (encoder,)))
-            # Entered after the pool, so closed first: queued tasks are cancelled
-            # before the pool shuts down, even when the caller abandons this generator.
-            results = cleanup.enter_context(
-                closing(ordered_map(pool, _encode_task, tasks, max_in_flight=2 * count))
-            )
         for task, result in zip(tasks, results, strict=True):
             advance(task.byte_range.size)
             yield result
@@ -173,6 +171,7 @@ def iter_file_ids(
     chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
     progress: bool | ProgressReporter = False,
+    executor: Executor | None = None,
 ) -> Iterator[list[int]]:
     """Yield the ids of a file chunk by chunk (lists of ints), in order, in constant memory."""
     chunks = iter_encoded_chunks(
@@ -183,6 +182,7 @@ def iter_file_ids(
         chunk_size=chunk_size,
         errors=errors,
         progress=progress,
+        executor=executor,
     )
     for _count, packed in chunks:
         values = array("I")
@@ -202,17 +202,23 @@ def encode_file(
     chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
     progress: bool | ProgressReporter = False,
+    executor: Executor | None = None,
 ) -> EncodeStats:
     """Encode ``input_path`` into ``output_path`` as raw little-endian ids.
 
     Args:
-        workers: processes to encode with; ``None`` means one per core.
+        workers: threads or processes to encode with (threads when the backend
+            encodes without the GIL); ``None`` means one per core.
         dtype: ``"uint16"`` or ``"uint32"``; by default the smallest that holds every id.
             An id that does not fit raises ``ValueError`` before anything is written.
         chunk_size: input bytes per task (the ids never depend on it).
         errors: ``"strict"`` raises on invalid UTF-8 naming the byte offset; ``"replace"``
             substitutes U+FFFD.
         progress: ``True`` for a bar on stderr, or a reporter.
+        executor: a ``concurrent.futures.Executor`` to encode on instead (a Dask
+            ``client.get_executor()``, say); the ids never depend on it. Its
+            workers read the input themselves, and, unless it is a thread pool,
+            the encoder from a file staged beside ``output_path``.
 
     A failure or Ctrl-C leaves no file under ``output_path`` and no worker processes.
     """
@@ -232,6 +238,8 @@ def encode_file(
             chunk_size=chunk_size,
             errors=errors,
             progress=progress,
+            executor=executor,
+            staging_dir=output.parent,
         ):
             sink.write(packed)
             tokens += count

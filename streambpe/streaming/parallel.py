@@ -1,0 +1,148 @@
+"""Where encoding work runs: in this process, on threads, on processes, or on a caller's executor.
+
+The choice between threads and processes is made here, once, for every
+streaming entry point (``docs/design.md``, "Processes or threads"). When the
+encoder's work releases the GIL (the compiled core with a built-in pattern),
+threads in this process share one copy of the vocabulary and need no
+pickling; otherwise the work goes to processes, each holding its own copy.
+
+:func:`encode_map` runs a task function over tasks and yields the results in
+task order, with a bounded number in flight, however the work is spread. A
+task function takes the encoder first: ``function(encoder, task)``. It must be
+a module-level function so that processes and remote executors can import it.
+
+>>> from streambpe.encode.encoder import Encoder
+>>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+>>> with encode_map(encoder, Encoder.encode, ["a", "bc"], workers=2) as results:
+...     list(results)
+[[97], [98, 99]]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import ExitStack, closing, contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from streambpe import core
+from streambpe._support.pool import ordered_map, process_pool, resolve_workers
+from streambpe.encode.encoder import Encoder
+from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
+from streambpe.streaming import worker_encoder
+
+TaskT = TypeVar("TaskT")
+ResultT = TypeVar("ResultT")
+
+#: How work is spread: threads of this process, or worker processes.
+Mode = Literal["threads", "processes"]
+
+#: Tasks in flight per worker: one running and one queued, so no worker waits for the next task.
+IN_FLIGHT_PER_WORKER = 2
+
+
+def parallel_mode(encoder: Encoder) -> Mode:
+    """``"threads"`` when ``encoder``'s work releases the GIL, else ``"processes"``.
+
+    The compiled core scans and merges text of the built-in patterns on the
+    string's own buffer without the GIL; a custom pattern runs through
+    ``regex``, and the pure backend is Python throughout, both holding it.
+
+    >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, pattern=r"\\w+|\\W")
+    >>> parallel_mode(encoder)
+    'processes'
+    """
+    releases_gil = (
+        core.active_backend().name == "native" and encoder.pattern in SPACE_SPLITTABLE_PATTERNS
+    )
+    return "threads" if releases_gil else "processes"
+
+
+@contextmanager
+def thread_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool whose threads have all ended when the block does.
+
+    Queued tasks are cancelled and running ones finish (a thread cannot be
+    stopped from outside; each task is a bounded piece of work), whether the
+    block ends normally, by an error, by Ctrl-C or by cancellation.
+
+    >>> with thread_pool(2) as pool:
+    ...     pool.submit(abs, -1).result()
+    1
+    """
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="streambpe-encode")
+    try:
+        yield executor
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+def executor_workers(executor: Executor, fallback: int) -> int:
+    """How many tasks ``executor`` runs at once, if it says (the standard pools do), else ``fallback``."""
+    declared = getattr(executor, "_max_workers", None)
+    return declared if isinstance(declared, int) and declared > 0 else fallback
+
+
+def _run_installed(function: Callable[[Encoder, TaskT], ResultT], task: TaskT) -> ResultT:
+    """One task in a pool process, with the encoder its initializer installed."""
+    return function(worker_encoder.installed(), task)
+
+
+def _run_referenced(
+    function: Callable[[Encoder, TaskT], ResultT], encoder: worker_encoder.EncoderRef, task: TaskT
+) -> ResultT:
+    """One task on a caller's executor: the encoder is loaded once per worker process."""
+    return function(encoder.get(), task)
+
+
+@contextmanager
+def encode_map(
+    encoder: Encoder,
+    function: Callable[[Encoder, TaskT], ResultT],
+    tasks: Sequence[TaskT],
+    *,
+    workers: int | None,
+    executor: Executor | None = None,
+    staging_dir: str | os.PathLike[str] | None = None,
+) -> Iterator[Iterator[ResultT]]:
+    """Results of ``function(encoder, task)`` for each task, in task order.
+
+    Args:
+        workers: threads or processes to start (``None``: one per core); with an
+            ``executor``, a hint for how many tasks to keep in flight when the
+            executor does not say how many it runs at once.
+        executor: a ``concurrent.futures.Executor`` to run the tasks on instead
+            (a Dask ``client.get_executor()``, say). A ``ThreadPoolExecutor``
+            shares this encoder; any other gets the encoder once per worker
+            process, from a file staged in ``staging_dir``, which its workers
+            must be able to read.
+
+    When the block ends, by any way, no task of this call is queued or running
+    (a caller's executor stays open: it is the caller's).
+    """
+    with ExitStack() as cleanup:
+        count = min(resolve_workers(workers), len(tasks))
+        if executor is not None:
+            in_flight = IN_FLIGHT_PER_WORKER * executor_workers(executor, count)
+            if isinstance(executor, ThreadPoolExecutor):
+                run: Callable[[TaskT], ResultT] = partial(function, encoder)
+            else:
+                folder = Path(staging_dir) if staging_dir is not None else None
+                reference = cleanup.enter_context(worker_encoder.staged(encoder, folder))
+                run = partial(_run_referenced, function, reference)
+            pool: Executor | None = executor
+        elif count <= 1:
+            # In this process, with no global state: concurrent calls cannot mix encoders.
+            pool, run, in_flight = None, partial(function, encoder), 1
+        elif parallel_mode(encoder) == "threads":
+            pool = cleanup.enter_context(thread_pool(count))
+            run, in_flight = partial(function, encoder), IN_FLIGHT_PER_WORKER * count
+        else:
+            pool = cleanup.enter_context(process_pool(count, worker_encoder.install, (encoder,)))
+            run, in_flight = partial(_run_installed, function), IN_FLIGHT_PER_WORKER * count
+        # Entered after the pool, so closed first: queued tasks are cancelled
+        # before the pool shuts down, even when the caller abandons the results.
+        yield cleanup.enter_context(closing(ordered_map(pool, run, tasks, max_in_flight=in_flight)))
