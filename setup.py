@@ -51,7 +51,11 @@ def _extensions() -> list[Extension]:
     native = Extension(
         "streambpe.core._native",
         sources=["streambpe/core/_native.pyx"],
-        depends=["streambpe/core/_native_impl.hpp", "streambpe/core/_pretokenize_impl.hpp"],
+        depends=[
+            "streambpe/core/_native_impl.hpp",
+            "streambpe/core/_encode_impl.hpp",
+            "streambpe/core/_pretokenize_impl.hpp",
+        ],
         language="c++",
         extra_compile_args=["-O3", "-std=c++17"],
     )

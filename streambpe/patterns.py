@@ -49,6 +49,9 @@ NAMED_PATTERNS: dict[str, str] = {
     "o200k_base": O200K,
 }
 
+#: The patterns the compiled core scans with a scanner of its own (no regex engine).
+BUILT_IN_PATTERNS: frozenset[str] = frozenset({GPT2, CL100K, O200K})
+
 #: Patterns under which "a space right after a non-whitespace character" always starts a
 #: new piece, so a long document may be cut there without changing any piece (docs/design.md, "Safe cuts").
 SPACE_SPLITTABLE_PATTERNS: frozenset[str] = frozenset({GPT2, CL100K, O200K})

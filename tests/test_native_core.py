@@ -1,8 +1,8 @@
-"""The compiled core against the pure-Python reference: same merges, same ids, same cache counts.
+"""The compiled core against the pure-Python reference: same merges, same ids.
 
 ``streambpe.core._native`` must reproduce, for every input, the merge loop of
 ``streambpe.core.merge_loop`` and the piece encoding of ``streambpe.core.bpe``
-plus an encoder lookup behind a ``PieceCache``. Hypothesis compares them on
+plus an encoder lookup, behind a bounded cache of its own. Hypothesis compares them on
 small alphabets (so count and rank ties are frequent), multi-byte characters,
 and pieces long enough to take the heap path; real r50k ranks are checked
 against tiktoken. Also here: ``bpe_long.merge_long_piece`` against
@@ -27,7 +27,6 @@ from streambpe import patterns
 from streambpe.core import merge_loop
 from streambpe.core.bpe import merge_piece
 from streambpe.core.bpe_long import merge_long_piece
-from streambpe.core.piece_cache import PieceCache
 from streambpe.train.counting import count_words_in_text
 
 native = pytest.importorskip(
@@ -199,47 +198,67 @@ def test_encode_bytes_matches_pure(vocabulary: Vocabulary, texts: list[str]) -> 
 @given(
     vocabularies(), st.lists(st.text(alphabet="abé", max_size=4), max_size=40), st.integers(0, 6)
 )
-def test_encode_pieces_and_cache_match_pure(
+def test_encode_pieces_match_pure_and_cache_counts(
     vocabulary: Vocabulary, texts: list[str], cache_size: int
 ) -> None:
-    """Ids and cache counts equal what a PieceCache in front of pure BPE gives."""
+    """Ids equal pure BPE's at every cache size; every lookup counts once; the cache is bounded."""
     encoder, ranks = vocabulary
     encoding = native.BytePairEncoder(encoder, ranks, cache_size)
-    cache = PieceCache(lambda text: tuple(pure_encode(text.encode(), encoder, ranks)), cache_size)
 
     def encode_one(text: str) -> list[int]:
         out: list[int] = []
         encoding.encode_pieces([text], out)
         return out
 
-    def look_up(text: str) -> list[int]:
-        cache.lookups += 1
-        return list(cache[text])
-
-    for text in texts:
-        assert outcome(encode_one, text) == outcome(look_up, text)
-        assert encoding.cache_info() == tuple(cache.info())
-        _, _, maxsize, currsize = encoding.cache_info()
+    for number, text in enumerate(texts, start=1):
+        assert outcome(encode_one, text) == outcome(pure_encode, text.encode(), encoder, ranks)
+        hits, misses, maxsize, currsize = encoding.cache_info()
+        assert hits + misses == number
+        assert maxsize == cache_size
         assert currsize <= maxsize
     encoding.clear_cache()
     assert encoding.cache_info() == (0, 0, cache_size, 0)
 
 
-def test_encode_pieces_appends_in_order() -> None:
+def test_a_repeated_piece_is_a_hit_and_whole_tokens_never_run_bpe() -> None:
     encoder = {bytes([byte]): byte for byte in range(256)} | {b"ab": 300}
     encoding = native.BytePairEncoder(encoder, {b"ab": 0}, 16)
     out = [7]
-    encoding.encode_pieces(["ab", "abc", "", "ab"], out)
-    assert out == [7, 300, 300, 99, 300]
-    assert encoding.cache_info() == (1, 3, 16, 3)
+    # "ab" is a token (a hit without BPE); "abc" runs BPE once, then is cached;
+    # "" runs an empty BPE, which is not worth a cache line.
+    encoding.encode_pieces(["ab", "abc", "", "abc", "ab"], out)
+    assert out == [7, 300, 300, 99, 300, 99, 300]
+    assert encoding.cache_info() == (3, 2, 16, 1)
 
 
-def test_cache_stays_bounded() -> None:
-    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 10)
-    encoding.encode_pieces([str(number) for number in range(1000)], [])
+@pytest.mark.parametrize("cache_size", [0, 1, 3, 10, 1000])
+def test_cache_stays_bounded(cache_size: int) -> None:
+    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, cache_size)
+    encoding.encode_pieces([str(number) for number in range(100, 5000)], [])
     hits, misses, maxsize, currsize = encoding.cache_info()
-    assert (hits, misses, maxsize) == (0, 1000, 10)
-    assert 0 < currsize <= 10
+    assert (hits, misses, maxsize) == (0, 4900, cache_size)
+    assert currsize <= cache_size
+    assert (currsize > 0) == (cache_size > 0)
+
+
+def test_recently_used_pieces_survive_eviction() -> None:
+    """A piece looked up between every two new pieces stays cached (LRU within its set)."""
+    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
+    encoding.encode_pieces(["hot"], [])
+    for number in range(1000, 3000):
+        encoding.encode_pieces([str(number), "hot"], [])
+    hits, misses, _, _ = encoding.cache_info()
+    assert (hits, misses) == (2000, 2001)
+
+
+def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:
+    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
+    long_piece = "x" * 40
+    for _ in range(3):
+        out: list[int] = []
+        encoding.encode_pieces([long_piece], out)
+        assert out == [ord("x")] * 40
+    assert encoding.cache_info() == (0, 3, 64, 0)
 
 
 def test_lone_surrogate_raises_unicode_encode_error() -> None:

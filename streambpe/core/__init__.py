@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from streambpe.core import merge_loop
 from streambpe.core.piece_encoder import PieceEncoder
 from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
 from streambpe.core.pretokenize import Pretokenizer
-from streambpe.patterns import CL100K, GPT2, O200K
+from streambpe.patterns import BUILT_IN_PATTERNS
 
 #: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
 MergeCallback = Callable[[], None]
@@ -53,8 +54,13 @@ class PieceEncoding(Protocol):
     def encode_text(
         self, text: str, pattern: str, pretokenizer: Pretokenizing, out: list[int]
     ) -> None: ...
+    def encode_text_array(
+        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: array[int]
+    ) -> None: ...
+    def count_text(self, text: str, pattern: str, pretokenizer: Pretokenizing) -> int: ...
     def encode_pieces(self, pieces: list[str], out: list[int]) -> None: ...
     def encode_bytes(self, piece: bytes) -> list[int]: ...
+    def fork(self) -> PieceEncoding: ...
     def cache_info(self) -> tuple[int, int, int, int]: ...
     def clear_cache(self) -> None: ...
 
@@ -85,10 +91,9 @@ def _load_native() -> Backend | None:
         from streambpe.core import _native  # type: ignore[attr-defined]
     except ImportError:
         return None
-    scanned_patterns = frozenset({GPT2, CL100K, O200K})
 
     def pretokenizer(pattern: str) -> Pretokenizing:
-        if pattern in scanned_patterns:
+        if pattern in BUILT_IN_PATTERNS:
             scanner: Pretokenizing = _native.NativePretokenizer(pattern)
             return scanner
         return Pretokenizer(pattern)

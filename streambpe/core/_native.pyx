@@ -30,6 +30,7 @@ str per piece.
 from cpython.dict cimport PyDict_Next
 from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
@@ -60,61 +61,8 @@ cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
         vector[pair[uint32_t, uint32_t]]& merges()
         const string& token(uint32_t token_id)
 
-    cdef cppclass TokenInfo "streambpe::PieceMerger::TokenInfo":
-        uint32_t unit
-        uint32_t output
-
-    cdef cppclass PieceMerger:
-        void add_output(const uint8_t* token, size_t n, uint32_t output)
-        void add_rank(const uint8_t* token, size_t n, uint32_t rank)
-        void finish()
-        const TokenInfo* lookup(const uint8_t* token, size_t n, uint64_t hash)
-        void merge(const uint8_t* piece, size_t n, vector[uint32_t]& units)
-        uint32_t unit_output(uint32_t unit)
-        const uint8_t* unit_bytes(uint32_t unit)
-        size_t unit_length(uint32_t unit)
-
-    cdef cppclass PieceCache:
-        PieceCache(size_t maxsize)
-        cbool get(const uint8_t* piece, size_t n, uint64_t hash, vector[uint32_t]& found)
-        void put(const uint8_t* piece, size_t n, uint64_t hash, const vector[uint32_t]& outputs)
-        void clear()
-        void count_hit()
-        size_t hits()
-        size_t misses()
-        size_t maxsize()
-        size_t size()
-
-
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
-
-
-cdef extern from *:
-    """
-    #include <cstdint>
-
-    // How many UTF-8 bytes code units [start, end) of a str take, its units
-    // being `kind` bytes wide (a str without lone surrogates).
-    static size_t streambpe_utf8_length(int kind, const char* data, size_t start, size_t end) {
-        size_t bytes = 0;
-        if (kind == 1) {
-            const uint8_t* units = reinterpret_cast<const uint8_t*>(data);
-            for (size_t i = start; i < end; ++i) bytes += units[i] < 0x80 ? 1 : 2;
-        } else if (kind == 2) {
-            const uint16_t* units = reinterpret_cast<const uint16_t*>(data);
-            for (size_t i = start; i < end; ++i) bytes += units[i] < 0x80 ? 1 : units[i] < 0x800 ? 2 : 3;
-        } else {
-            const uint32_t* units = reinterpret_cast<const uint32_t*>(data);
-            for (size_t i = start; i < end; ++i) {
-                const uint32_t cp = units[i];
-                bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-            }
-        }
-        return bytes;
-    }
-    """
-    size_t streambpe_utf8_length(int kind, const char* data, size_t start, size_t end) nogil
 
 
 cdef list _id_list(list ids, const vector[uint32_t]& outputs):
@@ -197,158 +145,6 @@ def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
         right = loop.token(merge.second)
         merges.append((left, right))
     return merges
-
-
-cdef class BytePairEncoder:
-    """Encodes pieces to token ids like ``bpe.merge_piece`` plus an encoder lookup.
-
-    ``encoder`` maps token bytes to ids (below 2**32); ``ranks`` maps mergeable
-    token bytes to ranks (below 2**32; lower merges first). A piece that is a
-    key of ``encoder`` is that one id; otherwise it is split by rank-based BPE
-    and each part looked up in ``encoder`` (a missing part raises ``KeyError``).
-
-    Results are cached per piece, at most ``cache_size`` pieces (0 disables the
-    cache), evicted in two generations exactly like ``PieceCache``, so
-    :meth:`cache_info` counts what a ``PieceCache`` would.
-    """
-
-    cdef PieceMerger merger
-    cdef PieceCache* cache
-    # Token ids as Python ints, indexed by "output" numbers; the native side
-    # returns output numbers and encode_pieces appends these shared objects.
-    cdef list ids
-    cdef vector[uint32_t] units  # scratch for _encode, reused to save allocations
-
-    def __cinit__(self, dict encoder not None, dict ranks not None, Py_ssize_t cache_size):
-        if cache_size < 0:
-            raise ValueError(f"cache size must be >= 0, got {cache_size}")
-        self.ids = []
-        cdef bytes token
-        cdef uint32_t number
-        for token, token_id in encoder.items():
-            number = _checked_u32(token_id, "token id", token)
-            self.merger.add_output(<const uint8_t*><char*>token, len(token), len(self.ids))
-            self.ids.append(int(number))
-        for token, rank in ranks.items():
-            number = _checked_u32(rank, "rank", token)
-            self.merger.add_rank(<const uint8_t*><char*>token, len(token), number)
-        self.merger.finish()
-        self.cache = new PieceCache(cache_size)
-
-    def __dealloc__(self):
-        del self.cache
-
-    def encode_pieces(self, list pieces not None, list out not None):
-        """Append the ids of each piece (a ``str``) to ``out``, in order.
-
-        A piece with a lone surrogate raises ``UnicodeEncodeError``, and a piece
-        whose parts are not all in the encoder raises ``KeyError``; either way
-        ``out`` keeps the ids of the pieces before it, so a caller that retries
-        must clear ``out`` first.
-        """
-        cdef Py_ssize_t i = 0
-        cdef Py_ssize_t size
-        cdef const uint8_t* data
-        cdef uint64_t hash
-        cdef uint32_t output
-        # Local, and the length re-read each time: appending can run arbitrary
-        # code (a finalizer during garbage collection) that might re-enter.
-        cdef vector[uint32_t] outputs
-        while i < PyList_GET_SIZE(pieces):
-            data = <const uint8_t*>PyUnicode_AsUTF8AndSize(<object>PyList_GET_ITEM(pieces, i), &size)
-            hash = hash_bytes(data, size)
-            if not self.cache.get(data, size, hash, outputs):
-                self._encode(data, size, hash, outputs)
-                self.cache.put(data, size, hash, outputs)
-            for output in outputs:
-                PyList_Append(out, <object>PyList_GET_ITEM(self.ids, output))
-            i += 1
-
-    def encode_text(self, str text not None, str pattern not None, pretokenizer, list out not None):
-        """Append the ids of ordinary ``text`` (no special tokens) to ``out``.
-
-        For a built-in ``pattern`` the text is scanned here, on the str's own
-        buffer, and each piece goes to the cache and BPE as UTF-8 bytes without
-        becoming a str; for any other pattern ``pretokenizer.pieces`` cuts it.
-        Errors are those of :meth:`encode_pieces`.
-        """
-        scanned = _PATTERNS.get(pattern)
-        if scanned is None:
-            self.encode_pieces(pretokenizer.pieces(text), out)
-            return
-        cdef vector[size_t] ends = _piece_ends(scanned, text)
-        cdef int kind = PyUnicode_KIND(text)
-        cdef const char* units = <const char*>PyUnicode_DATA(text)
-        # The whole text's UTF-8, made once (and kept by the str); a lone
-        # surrogate raises UnicodeEncodeError here, as it does per piece.
-        cdef Py_ssize_t utf8_size
-        cdef const uint8_t* utf8 = <const uint8_t*>PyUnicode_AsUTF8AndSize(text, &utf8_size)
-        cdef cbool ascii = PyUnicode_IS_ASCII(text)
-        cdef size_t start = 0
-        cdef size_t end
-        cdef size_t byte_start = 0
-        cdef size_t size
-        cdef uint64_t hash
-        cdef const TokenInfo* whole
-        cdef vector[uint32_t] outputs
-        cdef vector[uint32_t] found
-        outputs.reserve(ends.size() + 16)
-        for end in ends:
-            size = end - start if ascii else streambpe_utf8_length(kind, units, start, end)
-            hash = hash_bytes(utf8 + byte_start, size)
-            # Most pieces of real text are tokens themselves: answer those from
-            # the vocabulary, and keep the cache (and its memory traffic) for
-            # the pieces that need BPE, as tiktoken does without any cache.
-            whole = self.merger.lookup(utf8 + byte_start, size, hash)
-            if whole != NULL and whole.output != NONE32:
-                self.cache.count_hit()
-                outputs.push_back(whole.output)
-            else:
-                if not self.cache.get(utf8 + byte_start, size, hash, found):
-                    self._encode(utf8 + byte_start, size, hash, found)
-                    self.cache.put(utf8 + byte_start, size, hash, found)
-                outputs.insert(outputs.end(), found.begin(), found.end())
-            start = end
-            byte_start += size
-        out.extend(_id_list(self.ids, outputs))
-
-    def encode_bytes(self, bytes piece not None):
-        """The ids of one piece given as bytes, bypassing the cache."""
-        cdef const uint8_t* data = <const uint8_t*><char*>piece
-        cdef vector[uint32_t] outputs
-        self._encode(data, len(piece), hash_bytes(data, len(piece)), outputs)
-        return [self.ids[output] for output in outputs]
-
-    def cache_info(self):
-        """``(hits, misses, maxsize, currsize)``; hits are lookups that ran no BPE."""
-        return (self.cache.hits(), self.cache.misses(), self.cache.maxsize(), self.cache.size())
-
-    def clear_cache(self):
-        """Drop every cached piece and zero the counts."""
-        self.cache.clear()
-
-    cdef int _encode(
-        self, const uint8_t* data, Py_ssize_t size, uint64_t hash, vector[uint32_t]& outputs
-    ) except -1:
-        """Set ``outputs`` to the output numbers of one piece (``hash`` is its hash_bytes)."""
-        outputs.clear()
-        cdef const TokenInfo* whole = self.merger.lookup(data, size, hash)
-        if whole != NULL and whole.output != NONE32:
-            outputs.push_back(whole.output)
-            return 0
-        if size >= NONE32:
-            raise ValueError("pieces of 4 GiB or more are not supported")
-        self.units.clear()
-        self.merger.merge(data, size, self.units)
-        cdef uint32_t unit, output
-        for unit in self.units:
-            output = self.merger.unit_output(unit)
-            if output == NONE32:
-                raise KeyError(
-                    (<const char*>self.merger.unit_bytes(unit))[:self.merger.unit_length(unit)]
-                )
-            outputs.push_back(output)
-        return 0
 
 
 cdef uint32_t _checked_u32(object number, str what, bytes token) except? 0xFFFFFFFF:
@@ -457,10 +253,15 @@ cdef const ClassTable* _shared_table() except NULL:
     cdef const uint16_t[::1] block_of
     cdef const uint16_t[::1] blocks
     if not _table:
+        # Building runs Python code, so another thread may build one meanwhile;
+        # the first one stored stays (a reset would free a table in use).
         python_table = class_table()
         block_of = python_table.block_of
         blocks = python_table.blocks
-        _table.reset(new ClassTable(&block_of[0], block_of.shape[0], &blocks[0], blocks.shape[0]))
+        if not _table:
+            _table.reset(
+                new ClassTable(&block_of[0], block_of.shape[0], &blocks[0], blocks.shape[0])
+            )
     return _table.get()
 
 
@@ -539,3 +340,295 @@ cdef class NativePretokenizer:
         with nogil:
             count = count_pieces(self._pattern, self._table[0], kind, data, length)
         return count
+
+
+# --------------------------------------------------------------------------- encoding
+
+cdef extern from "<memory>" namespace "std" nogil:
+    cdef cppclass shared_ptr[T]:
+        shared_ptr()
+        T* get()
+    shared_ptr[T] make_shared[T](...)
+
+
+cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
+    cdef cppclass TokenInfo:
+        uint32_t unit
+        uint32_t output
+
+    cdef cppclass PieceMerger:
+        void add_output(const uint8_t* token, size_t n, uint32_t output)
+        void add_rank(const uint8_t* token, size_t n, uint32_t rank)
+        void finish() except +
+        uint32_t unit_output(uint32_t unit)
+        const uint8_t* unit_bytes(uint32_t unit)
+        size_t unit_length(uint32_t unit)
+
+    cdef cppclass PieceCache:
+        void clear()
+        size_t hits()
+        size_t misses()
+        size_t maxsize()
+        size_t size()
+
+    enum class EncodeOutcome:
+        OK
+        LONE_SURROGATE
+        MISSING_PART
+        PIECE_TOO_LONG
+
+    cdef cppclass EncodeProblem:
+        EncodeOutcome outcome
+        size_t position
+        uint32_t unit
+
+    cdef cppclass OutputVector:
+        vector[uint32_t]* outputs
+
+    cdef cppclass OutputCount:
+        size_t count
+
+    cdef cppclass TextEncoder:
+        TextEncoder(shared_ptr[const PieceMerger] merger, size_t cache_size) except +
+        const shared_ptr[const PieceMerger]& merger()
+        PieceCache& cache()
+        cbool encode_piece(const uint8_t* piece, size_t n, vector[uint32_t]& out,
+                           EncodeProblem& problem)
+        EncodeProblem encode_text[Sink](Pattern pattern, const ClassTable& table, int unit_size,
+                                        const void* data, size_t length, cbool ascii,
+                                        Sink& sink) except +
+
+
+cdef class _Vocabulary:
+    """The immutable part of a :class:`BytePairEncoder`, shared by its forks.
+
+    Holds the native merger and the token ids as Python ints (the native side
+    speaks in "output" numbers, indexes into ``ids``), and as 32-bit values for
+    buffer results.
+    """
+
+    cdef shared_ptr[const PieceMerger] merger
+    cdef list ids
+    cdef vector[uint32_t] id_values
+
+    def __cinit__(self, dict encoder not None, dict ranks not None):
+        cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
+        cdef PieceMerger* merger = building.get()
+        self.ids = []
+        cdef bytes token
+        cdef uint32_t number
+        for token, token_id in encoder.items():
+            number = _checked_u32(token_id, "token id", token)
+            merger.add_output(<const uint8_t*><char*>token, len(token), len(self.ids))
+            self.ids.append(int(number))
+            self.id_values.push_back(number)
+        for token, rank in ranks.items():
+            number = _checked_u32(rank, "rank", token)
+            merger.add_rank(<const uint8_t*><char*>token, len(token), number)
+        merger.finish()
+        self.merger = <shared_ptr[const PieceMerger]>building
+
+    cdef object missing_part(self, uint32_t unit):
+        """The ``KeyError`` for a BPE part the encoder has no id for."""
+        cdef const PieceMerger* merger = self.merger.get()
+        return KeyError((<const char*>merger.unit_bytes(unit))[:merger.unit_length(unit)])
+
+
+cdef class BytePairEncoder:
+    """Encodes pieces to token ids like ``bpe.merge_piece`` plus an encoder lookup.
+
+    ``encoder`` maps token bytes to ids (below 2**32); ``ranks`` maps mergeable
+    token bytes to ranks (below 2**32; lower merges first). A piece that is a
+    key of ``encoder`` is that one id; otherwise it is split by rank-based BPE
+    and each part looked up in ``encoder`` (a missing part raises ``KeyError``).
+
+    Results of BPE are cached per piece, at most ``cache_size`` pieces (0
+    disables the cache), least recently used out first within each small set
+    of entries (see ``PieceCache`` in ``_encode_impl.hpp``).
+
+    One object serves one thread at a time: :meth:`encode_text` works without
+    the GIL, on this object's own cache. :meth:`fork` makes another for another
+    thread, sharing the (read-only) vocabulary; a second thread entering a
+    busy object gets ``RuntimeError`` rather than a corrupted cache.
+
+    >>> encoder = {bytes([i]): i for i in range(256)} | {b"ab": 256}
+    >>> kernel = BytePairEncoder(encoder, {b"ab": 0}, 8)
+    >>> out = []
+    >>> kernel.encode_text("abc ab", GPT2, None, out)
+    >>> out, kernel.count_text("abc ab", GPT2, None)
+    ([256, 99, 32, 256], 4)
+    """
+
+    cdef _Vocabulary vocabulary
+    cdef unique_ptr[TextEncoder] state
+    cdef Py_ssize_t cache_size
+    cdef cbool busy
+    cdef object __weakref__
+
+    def __cinit__(self, dict encoder, dict ranks, Py_ssize_t cache_size, *, _Vocabulary shared=None):
+        if cache_size < 0:
+            raise ValueError(f"cache size must be >= 0, got {cache_size}")
+        if shared is None:
+            if encoder is None or ranks is None:
+                raise TypeError("encoder and ranks must be dicts")
+            shared = _Vocabulary(encoder, ranks)
+        self.vocabulary = shared
+        self.cache_size = cache_size
+        self.state.reset(new TextEncoder(shared.merger, cache_size))
+
+    def fork(self):
+        """A new encoder for another thread: the same vocabulary, an empty cache of the same size."""
+        return BytePairEncoder(None, None, self.cache_size, shared=self.vocabulary)
+
+    cdef int _enter(self) except -1:
+        if self.busy:
+            raise RuntimeError(
+                "this BytePairEncoder is in use by another thread; give each thread its own "
+                "(BytePairEncoder.fork)"
+            )
+        self.busy = True
+        return 0
+
+    def encode_pieces(self, list pieces not None, list out not None):
+        """Append the ids of each piece (a ``str``) to ``out``, in order.
+
+        A piece with a lone surrogate raises ``UnicodeEncodeError``, and a piece
+        whose parts are not all in the encoder raises ``KeyError``; either way
+        ``out`` keeps the ids of the pieces before it, so a caller that retries
+        must clear ``out` first.
+        """
+        self._enter()
+        cdef vector[uint32_t] outputs
+        cdef EncodeProblem problem
+        cdef Py_ssize_t i = 0
+        cdef Py_ssize_t size
+        cdef const uint8_t* data
+        try:
+            # The length is re-read each time: the conversion below can run
+            # arbitrary code (a finalizer during garbage collection).
+            while i < PyList_GET_SIZE(pieces):
+                data = <const uint8_t*>PyUnicode_AsUTF8AndSize(<object>PyList_GET_ITEM(pieces, i), &size)
+                if not self.state.get().encode_piece(data, size, outputs, problem):
+                    break
+                i += 1
+        finally:
+            self.busy = False
+            out.extend(_id_list(self.vocabulary.ids, outputs))
+        self._raise_for(problem, None)
+
+    cdef int _run(self, str text, str pattern, vector[uint32_t]* outputs, size_t* count) except -1:
+        """Encode built-in-pattern ``text`` into ``outputs`` (or only count into ``count``)."""
+        cdef Pattern scanned = _PATTERNS[pattern]
+        PyUnicode_READY(text)
+        cdef const ClassTable* table = _shared_table()
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* data = PyUnicode_DATA(text)
+        cdef size_t length = PyUnicode_GET_LENGTH(text)
+        cdef cbool ascii = PyUnicode_IS_ASCII(text)
+        cdef TextEncoder* state = self.state.get()
+        cdef EncodeProblem problem
+        cdef OutputCount counter
+        cdef OutputVector sink
+        sink.outputs = outputs
+        self._enter()
+        try:
+            with nogil:
+                if outputs != NULL:
+                    problem = state.encode_text[OutputVector](
+                        scanned, table[0], kind, data, length, ascii, sink
+                    )
+                else:
+                    problem = state.encode_text[OutputCount](
+                        scanned, table[0], kind, data, length, ascii, counter
+                    )
+        finally:
+            self.busy = False
+        if count != NULL:
+            count[0] = counter.count
+        self._raise_for(problem, text)
+        return 0
+
+    cdef int _raise_for(self, EncodeProblem problem, str text) except -1:
+        if problem.outcome == EncodeOutcome.OK:
+            return 0
+        if problem.outcome == EncodeOutcome.LONE_SURROGATE:
+            raise UnicodeEncodeError(
+                "utf-8", text, problem.position, problem.position + 1, "surrogates not allowed"
+            )
+        if problem.outcome == EncodeOutcome.MISSING_PART:
+            raise self.vocabulary.missing_part(problem.unit)
+        raise ValueError("pieces of 4 GiB or more are not supported")
+
+    def encode_text(self, str text not None, str pattern not None, pretokenizer, list out not None):
+        """Append the ids of ordinary ``text`` (no special tokens) to ``out``.
+
+        For a built-in ``pattern`` the text is scanned here, on the str's own
+        buffer and without the GIL, and each piece goes to the cache and BPE as
+        UTF-8 bytes without becoming a str; for any other pattern
+        ``pretokenizer.pieces`` cuts it. Errors are those of
+        :meth:`encode_pieces`, and ``out`` keeps the ids before the error.
+        """
+        if pattern not in _PATTERNS:
+            self.encode_pieces(pretokenizer.pieces(text), out)
+            return
+        cdef vector[uint32_t] outputs
+        # ~2.5 ids per 10 characters of prose; growing past it is amortized.
+        outputs.reserve(PyUnicode_GET_LENGTH(text) // 4 + 16)
+        try:
+            self._run(text, pattern, &outputs, NULL)
+        finally:
+            out.extend(_id_list(self.vocabulary.ids, outputs))
+
+    def encode_text_array(self, str text not None, str pattern not None, pretokenizer, out not None):
+        """Append the ids of ordinary ``text`` to ``out``, an ``array.array('I')``.
+
+        No Python int is made per id: this is what ``encode_to_numpy`` builds on.
+        """
+        cdef vector[uint32_t] outputs
+        if pattern not in _PATTERNS:
+            ids = []
+            self.encode_pieces(pretokenizer.pieces(text), ids)
+            out.extend(ids)
+            return
+        outputs.reserve(PyUnicode_GET_LENGTH(text) // 4 + 16)
+        self._run(text, pattern, &outputs, NULL)
+        out.frombytes(_id_bytes(self.vocabulary, outputs))
+
+    def count_text(self, str text not None, str pattern not None, pretokenizer):
+        """How many ids ordinary ``text`` encodes to, without building them."""
+        cdef size_t count = 0
+        if pattern not in _PATTERNS:
+            ids = []
+            self.encode_pieces(pretokenizer.pieces(text), ids)
+            return len(ids)
+        self._run(text, pattern, NULL, &count)
+        return count
+
+    def encode_bytes(self, bytes piece not None):
+        """The ids of one piece given as bytes, bypassing the cache."""
+        cdef vector[uint32_t] outputs
+        cdef EncodeProblem problem
+        cdef unique_ptr[TextEncoder] uncached
+        uncached.reset(new TextEncoder(self.vocabulary.merger, 0))
+        uncached.get().encode_piece(<const uint8_t*><char*>piece, len(piece), outputs, problem)
+        self._raise_for(problem, None)
+        return _id_list(self.vocabulary.ids, outputs)
+
+    def cache_info(self):
+        """``(hits, misses, maxsize, currsize)``; hits are lookups that ran no BPE."""
+        cdef PieceCache* cache = &self.state.get().cache()
+        return (cache.hits(), cache.misses(), self.cache_size, cache.size())
+
+    def clear_cache(self):
+        """Drop every cached piece and zero the counts."""
+        self.state.get().cache().clear()
+
+
+cdef bytes _id_bytes(_Vocabulary vocabulary, const vector[uint32_t]& outputs):
+    """The token ids of ``outputs`` as native-endian uint32 values, packed."""
+    cdef bytes packed = PyBytes_FromStringAndSize(NULL, 4 * outputs.size())
+    cdef uint32_t* values = <uint32_t*>PyBytes_AS_STRING(packed)
+    cdef size_t index
+    for index in range(outputs.size()):
+        values[index] = vocabulary.id_values[outputs[index]]
+    return packed

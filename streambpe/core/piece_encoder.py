@@ -17,6 +17,7 @@ splits it, and each part's id comes from the encoder.
 
 from __future__ import annotations
 
+from array import array
 from itertools import chain
 from typing import Protocol
 
@@ -92,6 +93,27 @@ class PieceEncoder:
         to scan the built-in patterns itself, this one has no scanner of its own.
         """
         self.encode_pieces(pretokenizer.pieces(text), out)
+
+    def encode_text_array(
+        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: array[int]
+    ) -> None:
+        """Append the ids of ordinary ``text`` to ``out``, an ``array('I')``."""
+        ids: list[int] = []
+        self.encode_text(text, pattern, pretokenizer, ids)
+        out.extend(ids)
+
+    def count_text(self, text: str, pattern: str, pretokenizer: Pretokenizing) -> int:
+        """How many ids ordinary ``text`` encodes to."""
+        ids: list[int] = []
+        self.encode_text(text, pattern, pretokenizer, ids)
+        return len(ids)
+
+    def fork(self) -> PieceEncoder:
+        """A new encoder over the same vocabulary with an empty cache of the same size.
+
+        Each thread encodes through its own: the cache is not safe to share.
+        """
+        return PieceEncoder(self._encoder, self._ranks, self._cache.maxsize)
 
     def cache_info(self) -> tuple[int, int, int, int]:
         """``(hits, misses, maxsize, currsize)``: misses are lookups that ran BPE."""

@@ -1,0 +1,588 @@
+// Encoding ordinary text to token ids, in plain C++ (no Python API).
+//
+// The pieces of this file, in the order text flows through them:
+//   TokenTable    every byte string the encoder knows -> what it is (a token
+//                 id, a BPE unit, or both), one cache line per lookup;
+//   PieceMerger   rank-based BPE on one piece (the results of bpe.merge_piece);
+//   PieceCache    a bounded, set-associative cache from piece bytes to ids;
+//   TextEncoder   scans a str buffer with the built-in pattern scanner and
+//                 sends each piece through the three above.
+//
+// A PieceMerger is immutable once built, so one copy serves every thread.
+// A TextEncoder owns its cache and scratch space: one per thread. Nothing
+// here touches a Python object, so callers run it without the GIL.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "_native_impl.hpp"
+#include "_pretokenize_impl.hpp"
+
+namespace streambpe {
+
+// What one byte string is to the encoder; either field may be NONE32.
+struct TokenInfo {
+    uint32_t unit;    // its BPE unit (a single byte or a ranked token)
+    uint32_t output;  // index into the caller's list of token ids
+};
+
+// ------------------------------------------------------------ token table
+
+// Byte string -> TokenInfo, built once and then only read. Open addressing
+// over 32-byte slots that hold the hash, the first eight key bytes and the
+// info, so a lookup of a token of up to eight bytes (most of them) touches
+// one cache line, and a miss usually stops at the first empty slot.
+class TokenTable {
+public:
+    // Builds the table from (bytes, info) entries with distinct keys.
+    void build(const std::vector<std::pair<std::string, TokenInfo>>& entries) {
+        size_t capacity = 16;
+        while (capacity < entries.size() * 2) capacity *= 2;
+        slots_.assign(capacity, Slot{0, 0, EMPTY, 0, TokenInfo{NONE32, NONE32}});
+        mask_ = capacity - 1;
+        tails_.clear();
+        for (const auto& entry : entries) {
+            const std::string& key = entry.first;
+            const auto* bytes = reinterpret_cast<const uint8_t*>(key.data());
+            const uint64_t hash = hash_bytes(bytes, key.size());
+            size_t i = hash & mask_;
+            while (slots_[i].length != EMPTY) i = (i + 1) & mask_;
+            Slot& slot = slots_[i];
+            slot.hash = hash;
+            slot.head = head_of(bytes, key.size());
+            slot.length = uint32_t(key.size());
+            slot.tail = uint32_t(tails_.size());
+            slot.info = entry.second;
+            if (key.size() > HEAD) tails_.append(key, HEAD, std::string::npos);
+        }
+    }
+
+    // The info of ``key`` (``hash == hash_bytes(key, n)``), or nullptr.
+    const TokenInfo* find(const uint8_t* key, size_t n, uint64_t hash) const {
+        const uint64_t head = head_of(key, n);
+        for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+            const Slot& slot = slots_[i];
+            if (slot.length == EMPTY) return nullptr;
+            if (slot.hash == hash && slot.length == n && slot.head == head &&
+                (n <= HEAD || std::memcmp(tails_.data() + slot.tail, key + HEAD, n - HEAD) == 0)) {
+                return &slot.info;
+            }
+        }
+    }
+
+private:
+    static constexpr size_t HEAD = 8;
+    static constexpr uint32_t EMPTY = UINT32_MAX;
+    struct Slot {
+        uint64_t hash;
+        uint64_t head;    // the first HEAD bytes, zero-padded
+        uint32_t length;  // EMPTY marks a free slot
+        uint32_t tail;    // offset of bytes HEAD.. in tails_
+        TokenInfo info;
+    };
+
+    static uint64_t head_of(const uint8_t* key, size_t n) {
+        return load_le(key, n < HEAD ? n : HEAD);
+    }
+
+    std::vector<Slot> slots_;
+    std::string tails_;
+    size_t mask_ = 0;
+};
+
+// --------------------------------------------------------- piece merging
+
+// Rank-based BPE on one piece, with the results of bpe.merge_piece.
+//
+// Every part BPE can produce is a single byte or a ranked token, so each is a
+// "unit": units 0..255 are the single bytes, units from 256 are the ranked
+// tokens of two bytes or more, numbered in rank order. A merge of adjacent
+// parts L, R is possible exactly when L + R is ranked; then (unit L, unit R)
+// is a split of that ranked token into two units. ``finish`` enumerates those
+// splits once, so merging looks up integer pairs instead of hashing bytes,
+// and because units follow rank order, comparing two merges' units compares
+// their ranks (when two tokens share a rank, a per-unit rank order breaks
+// the tie the way the reference does: leftmost first).
+class PieceMerger {
+public:
+    // Pieces longer than this merge with a heap (n log n) instead of
+    // rescanning all pairs after each merge (n^2): measured on base64 text,
+    // the rescan is faster up to about a hundred bytes.
+    static constexpr size_t HEAP_THRESHOLD = 96;
+
+    void add_output(const uint8_t* token, size_t n, uint32_t output) {
+        building_[key_of(token, n)].output = output;
+    }
+
+    void add_rank(const uint8_t* token, size_t n, uint32_t rank) {
+        if (n < 2) return;  // single bytes are units already; their rank never matters
+        Building& entry = building_[key_of(token, n)];
+        entry.rank = rank;
+        entry.ranked = true;
+    }
+
+    // Call once, after every add_output and add_rank.
+    void finish() {
+        std::vector<std::pair<uint32_t, const std::string*>> ranked;  // (rank, bytes)
+        for (const auto& entry : building_) {
+            if (entry.second.ranked) ranked.emplace_back(entry.second.rank, &entry.first);
+        }
+        std::sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
+            return x.first != y.first ? x.first < y.first : *x.second < *y.second;
+        });
+        const size_t units = 256 + ranked.size();
+        unit_offset_.assign(units + 1, 0);
+        unit_bytes_.clear();
+        for (uint32_t byte = 0; byte < 256; ++byte) {
+            unit_offset_[byte] = uint32_t(unit_bytes_.size());
+            unit_bytes_.push_back(char(byte));
+        }
+        ties_ = false;
+        unit_order_.assign(units, 0);
+        for (size_t index = 0; index < ranked.size(); ++index) {
+            const size_t unit = 256 + index;
+            unit_offset_[unit] = uint32_t(unit_bytes_.size());
+            unit_bytes_.append(*ranked[index].second);
+            const bool same_rank = index > 0 && ranked[index - 1].first == ranked[index].first;
+            ties_ = ties_ || same_rank;
+            unit_order_[unit] = same_rank ? unit_order_[unit - 1] : uint32_t(unit);
+            building_[*ranked[index].second].unit = uint32_t(unit);
+        }
+        unit_offset_[units] = uint32_t(unit_bytes_.size());
+
+        std::vector<std::pair<std::string, TokenInfo>> entries;
+        entries.reserve(building_.size() + 256);
+        for (uint32_t byte = 0; byte < 256; ++byte) {
+            const std::string key(1, char(byte));
+            auto found = building_.find(key);
+            const uint32_t output = found == building_.end() ? NONE32 : found->second.output;
+            entries.emplace_back(key, TokenInfo{byte, output});
+        }
+        for (const auto& entry : building_) {
+            if (entry.first.size() == 1) continue;  // added above
+            entries.emplace_back(entry.first, TokenInfo{entry.second.unit, entry.second.output});
+        }
+        tokens_.build(entries);
+        unit_output_.resize(units);
+        for (size_t unit = 0; unit < units; ++unit) {
+            const TokenInfo* info = lookup(unit_bytes(uint32_t(unit)), unit_length(uint32_t(unit)));
+            unit_output_[unit] = info->output;
+        }
+        building_.clear();
+
+        byte_merges_.assign(1 << 16, NONE32);
+        bool inserted;
+        for (size_t unit = 256; unit < units; ++unit) {
+            const uint8_t* token = unit_bytes(uint32_t(unit));
+            const size_t n = unit_length(uint32_t(unit));
+            for (size_t split = 1; split < n; ++split) {
+                const uint32_t left = unit_of(token, split);
+                const uint32_t right = unit_of(token + split, n - split);
+                if (left == NONE32 || right == NONE32) continue;
+                if ((left | right) < 256) {
+                    byte_merges_[left << 8 | right] = uint32_t(unit);
+                } else {
+                    merges_.find_or_insert(pair_key(left, right), uint32_t(unit), inserted);
+                }
+            }
+        }
+    }
+
+    const TokenInfo* lookup(const uint8_t* token, size_t n, uint64_t hash) const {
+        return tokens_.find(token, n, hash);
+    }
+    const TokenInfo* lookup(const uint8_t* token, size_t n) const {
+        return tokens_.find(token, n, hash_bytes(token, n));
+    }
+
+    // Appends the units ``piece`` splits into.
+    void merge(const uint8_t* piece, size_t n, std::vector<uint32_t>& units) const {
+        if (n > HEAP_THRESHOLD) {
+            merge_long(piece, n, units);
+        } else {
+            merge_short(piece, n, units);
+        }
+    }
+
+    uint32_t unit_output(uint32_t unit) const { return unit_output_[unit]; }
+    const uint8_t* unit_bytes(uint32_t unit) const {
+        return reinterpret_cast<const uint8_t*>(unit_bytes_.data()) + unit_offset_[unit];
+    }
+    size_t unit_length(uint32_t unit) const { return unit_offset_[unit + 1] - unit_offset_[unit]; }
+
+private:
+    struct Building {
+        uint32_t output = NONE32;
+        uint32_t rank = 0;
+        bool ranked = false;
+        uint32_t unit = NONE32;
+    };
+
+    static std::string key_of(const uint8_t* token, size_t n) {
+        return std::string(reinterpret_cast<const char*>(token), n);
+    }
+
+    // The unit (L + R) that adjacent units L, R merge into, or NONE32.
+    uint32_t merged(uint32_t left, uint32_t right) const {
+        if ((left | right) < 256) return byte_merges_[left << 8 | right];
+        const uint32_t* unit = merges_.find(pair_key(left, right));
+        return unit ? *unit : NONE32;
+    }
+
+    // What merges first among candidate merges: the lower key. NONE32 (no
+    // merge) sorts after every unit.
+    uint32_t order(uint32_t unit) const {
+        return ties_ && unit != NONE32 ? unit_order_[unit] : unit;
+    }
+
+    uint32_t unit_of(const uint8_t* token, size_t n) const {
+        if (n == 1) return token[0];
+        const TokenInfo* info = lookup(token, n);
+        return info ? info->unit : NONE32;
+    }
+
+    // Like bpe.merge_piece: after each merge only the two pairs beside it change.
+    void merge_short(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+        uint32_t parts[HEAP_THRESHOLD];
+        uint32_t pair[HEAP_THRESHOLD];  // pair[i]: what parts[i], parts[i + 1] merge into
+        for (size_t i = 0; i < n; ++i) parts[i] = piece[i];
+        size_t count = n;
+        for (size_t i = 0; i + 1 < count; ++i) pair[i] = merged(parts[i], parts[i + 1]);
+        while (count > 1) {
+            size_t best = 0;
+            uint32_t best_order = order(pair[0]);
+            // Strictly lower wins, so ties go to the leftmost pair.
+            for (size_t i = 1; i + 1 < count; ++i) {
+                const uint32_t candidate = order(pair[i]);
+                if (candidate < best_order) {
+                    best = i;
+                    best_order = candidate;
+                }
+            }
+            if (best_order == NONE32) break;
+            parts[best] = pair[best];
+            --count;
+            std::memmove(parts + best + 1, parts + best + 2, (count - best - 1) * sizeof(uint32_t));
+            std::memmove(pair + best, pair + best + 1, (count - best - 1) * sizeof(uint32_t));
+            if (best > 0) pair[best - 1] = merged(parts[best - 1], parts[best]);
+            if (best + 1 < count) pair[best] = merged(parts[best], parts[best + 1]);
+        }
+        out.insert(out.end(), parts, parts + count);
+    }
+
+    // The same merges in O(n log n): parts form a linked list over their start
+    // positions, and a min-heap holds (order, start) for each pair. An entry
+    // is stale once its pair changed; it is then skipped. An entry that still
+    // matches its pair is as good as a fresh one, so popping the least
+    // (order, start) finds the first-merging, leftmost pair.
+    void merge_long(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
+        const uint32_t end = uint32_t(n);  // the caller keeps n below 2^32
+        std::vector<uint32_t> part(n), next(n), prev(n);
+        std::vector<uint32_t> pair(n, NONE32);  // the merge of the pair starting here
+        std::vector<uint64_t> heap;             // order << 32 | start, smallest on top
+        const auto later = std::greater<uint64_t>();
+        for (size_t i = 0; i < n; ++i) {
+            part[i] = piece[i];
+            next[i] = uint32_t(i + 1);
+            prev[i] = i == 0 ? end : uint32_t(i - 1);
+        }
+        for (size_t i = 0; i + 1 < n; ++i) {
+            pair[i] = merged(part[i], part[i + 1]);
+            if (pair[i] != NONE32) heap.push_back(uint64_t(order(pair[i])) << 32 | i);
+        }
+        std::make_heap(heap.begin(), heap.end(), later);
+        // Recomputes the pair starting at ``at`` and queues it if it can merge.
+        auto refresh = [&](uint32_t at) {
+            pair[at] = next[at] == end ? NONE32 : merged(part[at], part[next[at]]);
+            if (pair[at] == NONE32) return;
+            heap.push_back(uint64_t(order(pair[at])) << 32 | at);
+            std::push_heap(heap.begin(), heap.end(), later);
+        };
+        while (!heap.empty()) {
+            std::pop_heap(heap.begin(), heap.end(), later);
+            const uint64_t top = heap.back();
+            heap.pop_back();
+            const uint32_t at = uint32_t(top);
+            // Stale: the pair changed since (a dead part's pair is NONE32).
+            if (pair[at] == NONE32 || order(pair[at]) != top >> 32) continue;
+            const uint32_t gone = next[at];
+            part[at] = pair[at];
+            pair[gone] = NONE32;
+            next[at] = next[gone];
+            if (next[at] != end) prev[next[at]] = at;
+            refresh(at);
+            if (prev[at] != end) refresh(prev[at]);
+        }
+        for (uint32_t i = 0; i != end; i = next[i]) out.push_back(part[i]);
+    }
+
+    std::unordered_map<std::string, Building> building_;  // emptied by finish()
+    TokenTable tokens_;                // every encoder key, ranked token and single byte
+    std::string unit_bytes_;           // the bytes of every unit, back to back
+    std::vector<uint32_t> unit_offset_;  // unit -> its offset in unit_bytes_ (one past the end too)
+    std::vector<uint32_t> unit_output_;  // unit -> output index, or NONE32
+    std::vector<uint32_t> unit_order_;   // unit -> rank order (consulted only when ties_)
+    bool ties_ = false;                // whether two ranked tokens share a rank
+    // (left unit, right unit) -> the unit they merge into. Pairs of single
+    // bytes, the first lookups of every piece, sit in a dense 256 KiB table
+    // that stays in cache; NONE32 marks "no merge" there.
+    std::vector<uint32_t> byte_merges_;
+    U64Map<uint32_t> merges_;
+};
+
+// ------------------------------------------------------------ piece cache
+
+// Piece bytes -> output indexes, bounded by ``maxsize`` entries.
+//
+// Set-associative, like a CPU cache: a piece's hash picks a set of up to
+// four 64-byte lines, each holding one piece (up to 24 bytes) and its outputs
+// (up to 6) inline, so a hit reads one small, contiguous block of memory.
+// Within a set the lines are kept most recently used first: a hit moves its
+// line to the front and a new piece evicts the last one, an LRU per set.
+// Pieces that do not fit a line are not cached (they are rare, and long
+// enough that BPE dwarfs a lookup). maxsize == 0 stores nothing.
+class PieceCache {
+public:
+    static constexpr size_t MAX_PIECE = 24;
+    static constexpr size_t MAX_OUTPUTS = 6;
+
+    explicit PieceCache(size_t maxsize) : maxsize_(maxsize) {
+        ways_ = maxsize < WAYS ? maxsize : WAYS;
+        sets_ = 0;
+        if (ways_ > 0) {
+            sets_ = 1;
+            while (sets_ * 2 * ways_ <= maxsize) sets_ *= 2;
+        }
+        // Zeroed memory is an empty cache, and calloc touches pages only as
+        // they are used; one spare line leaves room to align to 64 bytes.
+        raw_ = std::calloc(sets_ * ways_ + 1, sizeof(Line));
+        if (raw_ == nullptr) throw std::bad_alloc();
+        const uintptr_t address = reinterpret_cast<uintptr_t>(raw_);
+        lines_ = reinterpret_cast<Line*>((address + alignof(Line) - 1) & ~uintptr_t(alignof(Line) - 1));
+    }
+    ~PieceCache() { std::free(raw_); }
+    PieceCache(const PieceCache&) = delete;
+    PieceCache& operator=(const PieceCache&) = delete;
+
+    // Appends the cached outputs of ``piece`` to ``out`` and returns true on
+    // a hit; counts the lookup either way.
+    bool get(const uint8_t* piece, size_t n, uint64_t hash, std::vector<uint32_t>& out) {
+        if (sets_ > 0 && n <= MAX_PIECE) {
+            Line* set = lines_ + (hash & (sets_ - 1)) * ways_;
+            for (size_t way = 0; way < ways_; ++way) {
+                Line& line = set[way];
+                if (line.hash == hash && line.length == n && line.count > 0 &&
+                    std::memcmp(line.piece, piece, n) == 0) {
+                    out.insert(out.end(), line.outputs, line.outputs + line.count);
+                    if (way > 0) {
+                        const Line found = line;
+                        std::memmove(set + 1, set, way * sizeof(Line));
+                        set[0] = found;
+                    }
+                    ++hits_;
+                    return true;
+                }
+            }
+        }
+        ++misses_;
+        return false;
+    }
+
+    // Stores the outputs of a piece that ``get`` just missed.
+    void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
+        if (sets_ == 0 || n > MAX_PIECE || count == 0 || count > MAX_OUTPUTS) return;
+        Line* set = lines_ + (hash & (sets_ - 1)) * ways_;
+        if (set[ways_ - 1].count == 0) ++size_;  // the evicted line was free
+        std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
+        Line& line = set[0];
+        line.hash = hash;
+        line.length = uint8_t(n);
+        line.count = uint8_t(count);
+        std::memcpy(line.piece, piece, n);
+        std::memcpy(line.outputs, outputs, count * sizeof(uint32_t));
+    }
+
+    void clear() {
+        if (sets_ > 0) std::memset(lines_, 0, sets_ * ways_ * sizeof(Line));
+        hits_ = misses_ = size_ = 0;
+    }
+
+    // Counts a lookup answered without the cache and without BPE (a piece that
+    // is itself a token), so hits still mean "lookups that ran no BPE".
+    void count_hit() { ++hits_; }
+
+    size_t hits() const { return hits_; }
+    size_t misses() const { return misses_; }
+    size_t maxsize() const { return maxsize_; }
+    size_t size() const { return size_; }
+
+private:
+    static constexpr size_t WAYS = 4;
+    struct alignas(64) Line {
+        uint64_t hash;
+        uint8_t length;
+        uint8_t count;  // 0 marks a free line
+        uint8_t piece[MAX_PIECE];
+        uint32_t outputs[MAX_OUTPUTS];
+    };
+
+    size_t maxsize_;
+    size_t ways_;
+    size_t sets_;
+    void* raw_;
+    Line* lines_;
+    size_t hits_ = 0, misses_ = 0, size_ = 0;
+};
+
+// ------------------------------------------------------------ text encoder
+
+// Why encoding stopped early; ``position`` locates the problem in the text
+// (a code-unit offset), ``unit`` names the missing part for MISSING_PART.
+enum class EncodeOutcome : int { OK = 0, LONE_SURROGATE = 1, MISSING_PART = 2, PIECE_TOO_LONG = 3 };
+
+struct EncodeProblem {
+    EncodeOutcome outcome = EncodeOutcome::OK;
+    size_t position = 0;
+    uint32_t unit = NONE32;
+};
+
+// Sinks for the output indexes of a text: kept in a vector, or only counted.
+struct OutputVector {
+    std::vector<uint32_t>* outputs = nullptr;
+    void add(const uint32_t* first, size_t count) {
+        outputs->insert(outputs->end(), first, first + count);
+    }
+};
+
+struct OutputCount {
+    size_t count = 0;
+    void add(const uint32_t*, size_t n) { count += n; }
+};
+
+// Encodes pieces for one thread: a shared PieceMerger, its own cache.
+class TextEncoder {
+public:
+    TextEncoder(std::shared_ptr<const PieceMerger> merger, size_t cache_size)
+        : merger_(std::move(merger)), cache_(cache_size) {}
+
+    const std::shared_ptr<const PieceMerger>& merger() const { return merger_; }
+    PieceCache& cache() { return cache_; }
+
+    // Appends the outputs of one piece (its UTF-8 bytes) to ``out``; on a
+    // problem, returns false with ``problem`` set (``out`` is then partial).
+    bool encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out,
+                      EncodeProblem& problem) {
+        const uint64_t hash = hash_bytes(piece, n);
+        // Most pieces of real text are tokens themselves: answer those from
+        // the vocabulary, and keep the cache for the pieces that need BPE.
+        const TokenInfo* whole = merger_->lookup(piece, n, hash);
+        if (whole != nullptr && whole->output != NONE32) {
+            cache_.count_hit();
+            out.push_back(whole->output);
+            return true;
+        }
+        if (cache_.get(piece, n, hash, out)) return true;
+        if (n >= NONE32) {
+            problem.outcome = EncodeOutcome::PIECE_TOO_LONG;
+            return false;
+        }
+        const size_t first = out.size();
+        units_.clear();
+        merger_->merge(piece, n, units_);
+        for (uint32_t unit : units_) {
+            const uint32_t output = merger_->unit_output(unit);
+            if (output == NONE32) {
+                problem.outcome = EncodeOutcome::MISSING_PART;
+                problem.unit = unit;
+                return false;
+            }
+            out.push_back(output);
+        }
+        cache_.put(piece, n, hash, out.data() + first, out.size() - first);
+        return true;
+    }
+
+    // Encodes ``length`` code units of ``unit_size`` bytes at ``data`` (a str
+    // buffer) with a built-in pattern, passing each piece's outputs to
+    // ``sink``. ``ascii`` says every unit is below 0x80, so the buffer is its
+    // own UTF-8. Stops at the first problem.
+    template <class Sink>
+    EncodeProblem encode_text(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
+                              int unit_size, const void* data, size_t length, bool ascii,
+                              Sink& sink) {
+        EncodeProblem problem;
+        pretokenize::scan_pieces_of_kind(
+            pattern, table, unit_size, data, length, [&](size_t start, size_t end) {
+                if (problem.outcome != EncodeOutcome::OK) return;
+                const uint8_t* piece;
+                size_t n;
+                if (ascii) {
+                    piece = static_cast<const uint8_t*>(data) + start;
+                    n = end - start;
+                } else if (!to_utf8(unit_size, data, start, end, problem)) {
+                    return;
+                } else {
+                    piece = utf8_.data();
+                    n = utf8_.size();
+                }
+                found_.clear();
+                if (!encode_piece(piece, n, found_, problem)) {
+                    problem.position = start;
+                    return;
+                }
+                sink.add(found_.data(), found_.size());
+            });
+        return problem;
+    }
+
+private:
+    // Sets utf8_ to the UTF-8 of code units [start, end); a lone surrogate
+    // (which has no UTF-8) stops it with LONE_SURROGATE at its offset.
+    bool to_utf8(int unit_size, const void* data, size_t start, size_t end,
+                 EncodeProblem& problem) {
+        utf8_.clear();
+        for (size_t i = start; i < end; ++i) {
+            const uint32_t cp = unit_size == 1   ? static_cast<const uint8_t*>(data)[i]
+                                : unit_size == 2 ? static_cast<const uint16_t*>(data)[i]
+                                                 : static_cast<const uint32_t*>(data)[i];
+            if (cp < 0x80) {
+                utf8_.push_back(uint8_t(cp));
+            } else if (cp < 0x800) {
+                utf8_.push_back(uint8_t(0xC0 | cp >> 6));
+                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
+            } else if (cp < 0x10000) {
+                if (cp >= 0xD800 && cp <= 0xDFFF) {
+                    problem.outcome = EncodeOutcome::LONE_SURROGATE;
+                    problem.position = i;
+                    return false;
+                }
+                utf8_.push_back(uint8_t(0xE0 | cp >> 12));
+                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
+                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
+            } else {
+                utf8_.push_back(uint8_t(0xF0 | cp >> 18));
+                utf8_.push_back(uint8_t(0x80 | (cp >> 12 & 0x3F)));
+                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
+                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
+            }
+        }
+        return true;
+    }
+
+    std::shared_ptr<const PieceMerger> merger_;
+    PieceCache cache_;
+    std::vector<uint32_t> units_;  // scratch for BPE
+    std::vector<uint32_t> found_;  // scratch: one piece's outputs
+    std::vector<uint8_t> utf8_;    // scratch: one piece's UTF-8
+};
+
+}  // namespace streambpe
