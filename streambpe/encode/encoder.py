@@ -16,16 +16,22 @@ loading, saving and the streaming entry points on top of this class.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from streambpe import core
 from streambpe.core import PieceEncoding, Pretokenizing
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
+from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
-from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+from streambpe.patterns import BUILT_IN_PATTERNS, GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 DEFAULT_CACHE_SIZE = 1 << 18
 #: ``"all"`` or a collection of special-token strings.
@@ -110,9 +116,9 @@ class Encoder:
         for token, token_id in self._special_ids.items():
             self._decoder[token_id] = token.encode("utf-8")
         self._scanner = SpecialTokenScanner(self._special_ids)
-        # One pair of kernels per backend, built on first use: switching backends
+        # One set of kernels per backend, built on first use: switching backends
         # (tests, benchmarks) never mixes one backend's cache into another's results.
-        self._kernels: dict[str, tuple[Pretokenizing, PieceEncoding]] = {}
+        self._kernels: dict[str, ThreadKernels] = {}
 
     # ----------------------------------------------------------------- pickling
 
@@ -158,25 +164,46 @@ class Encoder:
         """The id of ``<|endoftext|>``, or None if there is no such special token."""
         return self._special_ids.get("<|endoftext|>")
 
-    def _kernel(self) -> tuple[Pretokenizing, PieceEncoding]:
+    @property
+    def releases_gil(self) -> bool:
+        """Whether encoding runs without the GIL, so threads encode in parallel.
+
+        True on the compiled backend with a built-in pattern (gpt2, cl100k,
+        o200k); a custom pattern goes through ``regex``, which holds the GIL.
+
+        >>> Encoder({i: bytes([i]) for i in range(256)}, {}).releases_gil in (True, False)
+        True
+        """
+        return core.active_backend().name == "native" and self.pattern in BUILT_IN_PATTERNS
+
+    def _thread_kernels(self) -> ThreadKernels:
         backend = core.active_backend()
-        kernel = self._kernels.get(backend.name)
-        if kernel is None:
-            kernel = (
-                backend.pretokenizer(self.pattern),
-                backend.piece_encoder(self._encoder, self._ranks, self._cache_size),
+        kernels = self._kernels.get(backend.name)
+        if kernels is None:
+            # setdefault: two threads racing here keep the same one.
+            kernels = self._kernels.setdefault(
+                backend.name,
+                ThreadKernels(backend, self.pattern, self._encoder, self._ranks, self._cache_size),
             )
-            self._kernels[backend.name] = kernel
-        return kernel
+        return kernels
+
+    def _kernel(self) -> tuple[Pretokenizing, PieceEncoding]:
+        """The calling thread's pretokenizer and piece encoder, on the active backend."""
+        kernels = self._thread_kernels()
+        return kernels.pretokenizer, kernels.piece_encoder()
 
     def cache_info(self) -> CacheInfo:
-        """Piece-cache hits, misses and size (of the active backend's cache)."""
-        return CacheInfo(*self._kernel()[1].cache_info())
+        """Piece-cache hits, misses and size, added up over the threads' caches.
+
+        Each thread that encodes has a cache of its own, of ``cache_size``
+        entries; this counts the active backend's.
+        """
+        return CacheInfo(*self._thread_kernels().cache_info())
 
     def clear_cache(self) -> None:
-        """Empty the piece cache and zero its counts (for cold-cache measurements)."""
-        for _pretokenizer, pieces in self._kernels.values():
-            pieces.clear_cache()
+        """Empty the piece caches and zero their counts (for cold-cache measurements)."""
+        for kernels in list(self._kernels.values()):
+            kernels.clear_caches()
 
     # ----------------------------------------------------------------- encoding
 
@@ -282,6 +309,96 @@ class Encoder:
             if special is not None:
                 out.append(special_ids[special])
         return out
+
+    def encode_to_array(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet | _Unset = UNSET,
+        disallowed_special: SpecialSet | _Unset = UNSET,
+    ) -> array[int]:
+        """``encode`` into an ``array('I')`` of uint32 ids, without a Python int per id.
+
+        The array supports the buffer protocol (``memoryview``, ``numpy.frombuffer``,
+        ``file.write``); the keywords are those of :meth:`encode`.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
+        >>> encoder.encode_to_array("a<s>")
+        array('I', [97, 256])
+        """
+        scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
+        self._check_disallowed(text, disallowed)
+        try:
+            return self._encode_to_array_with(scanner, text)
+        except UnicodeEncodeError:
+            return self._encode_to_array_with(scanner, fix_surrogates(text))
+
+    def _encode_to_array_with(self, scanner: SpecialTokenScanner, text: str) -> array[int]:
+        out = array("I")
+        pretokenizer, pieces = self._kernel()
+        for ordinary, special in scanner.split(text) if scanner else [(text, None)]:
+            if ordinary:
+                pieces.encode_text_array(ordinary, self.pattern, pretokenizer, out)
+            if special is not None:
+                out.append(self._special_ids[special])
+        return out
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet | _Unset = UNSET,
+        disallowed_special: SpecialSet | _Unset = UNSET,
+    ) -> npt.NDArray[np.uint32]:
+        """``encode`` into a numpy ``uint32`` array (tiktoken's method; needs numpy).
+
+        The array shares the memory of :meth:`encode_to_array`'s result: no copy.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+        >>> encoder.encode_to_numpy("hi").tolist()
+        [104, 105]
+        """
+        try:
+            import numpy as np
+        except ImportError:
+            raise ImportError(
+                "encode_to_numpy needs numpy: pip install numpy "
+                "(or use encode_to_array, which needs nothing)"
+            ) from None
+        ids = self.encode_to_array(
+            text, allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
+        return np.frombuffer(ids, dtype=np.uint32)
+
+    def count_tokens(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet | _Unset = UNSET,
+        disallowed_special: SpecialSet | _Unset = UNSET,
+    ) -> int:
+        """``len(encode(text))``, without building the ids; the keywords are :meth:`encode`'s.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
+        >>> encoder.count_tokens("ab<s>"), encoder.count_tokens("ab<s>", disallowed_special=())
+        (3, 5)
+        """
+        scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
+        self._check_disallowed(text, disallowed)
+        try:
+            return self._count_with(scanner, text)
+        except UnicodeEncodeError:
+            return self._count_with(scanner, fix_surrogates(text))
+
+    def _count_with(self, scanner: SpecialTokenScanner, text: str) -> int:
+        pretokenizer, pieces = self._kernel()
+        count = 0
+        for ordinary, special in scanner.split(text) if scanner else [(text, None)]:
+            if ordinary:
+                count += pieces.count_text(ordinary, self.pattern, pretokenizer)
+            if special is not None:
+                count += 1
+        return count
 
     def stream_splitter(self) -> StreamSplitter:
         """A :class:`StreamSplitter` matching this encoder's specials and pattern."""

@@ -1,0 +1,197 @@
+"""Encoding from many threads at once, the buffer outputs, and ``count_tokens``.
+
+On the compiled backend encoding runs without the GIL, each thread through
+its own piece cache over one shared vocabulary (``docs/design.md``,
+"Threads"); these tests check that threads never change an id, on both
+backends. ``encode_to_array``, ``encode_to_numpy`` and ``count_tokens`` must
+agree with ``encode`` under every special-token policy. tiktoken is the
+reference; the o200k pattern is checked with the cl100k ranks (the o200k
+vocabulary is not available offline), through tiktoken with the same pattern
+and ranks.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from array import array
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from streaming_helpers import EOT, WORDS, make_text
+
+from streambpe import Tokenizer
+from streambpe.encode.encoder import CacheInfo
+from streambpe.patterns import O200K
+
+pytestmark = pytest.mark.usefixtures("backend")
+
+THREADS = 8
+
+
+def texts_for_threads(count: int) -> list[str]:
+    """``count`` different multilingual texts of varied sizes (so threads finish out of step)."""
+    rng = random.Random(7)
+    return [
+        make_text(rng.randint(2_000, 40_000), seed=seed, eot_every=None) for seed in range(count)
+    ]
+
+
+def encode_in_threads(encode: Callable[[str], Any], texts: list[str], rounds: int) -> list[Any]:
+    """``encode`` each text ``rounds`` times, all texts at once on :data:`THREADS` threads."""
+    start = threading.Barrier(THREADS)
+
+    def run(index: int) -> list[Any]:
+        start.wait()  # all threads begin together, so they overlap
+        mine = texts[index::THREADS]
+        return [encode(text) for _ in range(rounds) for text in mine]
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        per_thread = list(pool.map(run, range(THREADS)))
+    results: list[Any] = [None] * len(texts)
+    for index, outcomes in enumerate(per_thread):
+        mine = texts[index::THREADS]
+        for round_number in range(rounds):
+            for position, text_index in enumerate(range(index, len(texts), THREADS)):
+                outcome = outcomes[round_number * len(mine) + position]
+                if round_number == 0:
+                    results[text_index] = outcome
+                else:
+                    assert outcome == results[text_index], "a thread changed its own result"
+    return results
+
+
+def test_threads_share_one_tokenizer_without_changing_ids(
+    r50k_ranks: dict[bytes, int], r50k_reference: tiktoken.Encoding
+) -> None:
+    """Many threads encoding different texts through one tokenizer give the one-thread ids."""
+    texts = texts_for_threads(3 * THREADS)
+    expected = [r50k_reference.encode_ordinary(text) for text in texts]
+    # A small cache, so the threads' caches evict all the time while they run.
+    tokenizer = Tokenizer.from_ranks(r50k_ranks, pattern="gpt2", cache_size=64)
+    assert encode_in_threads(tokenizer.encode_ordinary, texts, rounds=2) == expected
+    hits, misses, _maxsize, currsize = tokenizer.cache_info()
+    total_pieces = 2 * sum(len(r50k_reference.encode_ordinary(text)) for text in texts)
+    assert misses > 0 and hits + misses <= total_pieces
+    assert currsize <= 64 * (THREADS + 1)
+
+
+def test_each_thread_gets_its_own_cache(r50k_ranks: dict[bytes, int]) -> None:
+    """A thread's cache starts empty; cache_info adds up the caches of the live threads."""
+    tokenizer = Tokenizer.from_ranks(r50k_ranks, pattern="gpt2", cache_size=1000)
+    tokenizer.encode_ordinary("qzxv wqpz")
+    before = tokenizer.cache_info()
+    assert before.misses == 2
+    seen: list[CacheInfo] = []
+
+    def encode_twice() -> None:
+        tokenizer.encode_ordinary("qzxv wqpz")
+        seen.append(tokenizer.cache_info())
+        tokenizer.encode_ordinary("qzxv wqpz")
+        seen.append(tokenizer.cache_info())
+
+    worker = threading.Thread(target=encode_twice)
+    worker.start()
+    worker.join()
+    # The worker's first call misses what the main thread had cached; its second hits.
+    first, second = seen
+    assert (first.hits, first.misses) == (before.hits, 2 * before.misses)
+    assert (second.hits, second.misses) == (before.hits + 2, 2 * before.misses)
+    tokenizer.clear_cache()
+    assert tokenizer.cache_info()[:2] == (0, 0)
+
+
+@pytest.mark.parametrize("threads", [1, THREADS])
+def test_o200k_pattern_matches_tiktoken(cl100k_ranks: dict[bytes, int], threads: int) -> None:
+    """The o200k scanner through the whole encoder: ids equal tiktoken's with the same pattern."""
+    reference = tiktoken.Encoding(
+        "o200k_pattern_cl100k_ranks",
+        pat_str=O200K,
+        mergeable_ranks=cl100k_ranks,
+        special_tokens={EOT: len(cl100k_ranks)},
+    )
+    tokenizer = Tokenizer.from_ranks(cl100k_ranks, pattern="o200k", special_tokens=[EOT])
+    texts = [
+        *texts_for_threads(THREADS),
+        "HelloWorld's CAMELCase x/y/z\r\n\r\n  tabs\t\tand ÀÉÎ ǅǈ 12345678 ʰʲ",
+        " ".join(WORDS) + "\n",
+    ]
+    if threads == 1:
+        ids = [tokenizer.encode(text, allowed_special="all") for text in texts]
+    else:
+        ids = encode_in_threads(
+            lambda text: tokenizer.encode(text, allowed_special="all"), texts, rounds=1
+        )
+    assert ids == [reference.encode(text, allowed_special="all") for text in texts]
+
+
+# --------------------------------------------------------------------------- buffer outputs and counts
+
+#: Text with specials, lone surrogates and several scripts: every branch of the encoders.
+texts = st.lists(
+    st.sampled_from([*WORDS, EOT, " ", "\n\n", "\ud800", "<|endoftext", "  x"]), max_size=30
+).map("".join)
+policies: list[dict[str, Any]] = [
+    {},
+    {"allowed_special": "all"},
+    {"disallowed_special": ()},
+    {"allowed_special": {EOT}, "disallowed_special": ()},
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts)
+def test_array_numpy_and_count_agree_with_encode(r50k_tokenizer: Tokenizer, text: str) -> None:
+    for policy in policies:
+        expected = r50k_tokenizer.encode(text, **policy)
+        as_array = r50k_tokenizer.encode_to_array(text, **policy)
+        assert isinstance(as_array, array) and as_array.typecode == "I"
+        assert as_array.tolist() == expected
+        as_numpy = r50k_tokenizer.encode_to_numpy(text, **policy)
+        assert as_numpy.dtype == np.uint32 and as_numpy.tolist() == expected
+        assert r50k_tokenizer.count_tokens(text, **policy) == len(expected)
+
+
+def test_outputs_match_tiktoken_on_a_long_text(
+    cl100k_tokenizer: Tokenizer, cl100k_reference: tiktoken.Encoding
+) -> None:
+    text = make_text(200_000, seed=3)
+    expected = cl100k_reference.encode(text, allowed_special="all")
+    assert cl100k_tokenizer.encode_to_numpy(text, allowed_special="all").tolist() == expected
+    assert cl100k_tokenizer.count_tokens(text, allowed_special="all") == len(expected)
+    assert np.array_equal(
+        cl100k_tokenizer.encode_to_numpy(text, disallowed_special=()),
+        cl100k_reference.encode_to_numpy(text, disallowed_special=()),
+    )
+
+
+@pytest.mark.parametrize("method", ["encode_to_array", "encode_to_numpy", "count_tokens"])
+def test_disallowed_special_raises_in_every_output(r50k_tokenizer: Tokenizer, method: str) -> None:
+    with pytest.raises(ValueError, match="disallowed"):
+        getattr(r50k_tokenizer, method)(f"a{EOT}b", disallowed_special="all")
+
+
+def test_custom_pattern_outputs_agree(r50k_ranks: dict[bytes, int]) -> None:
+    """A custom pattern goes through regex, with the same results in every output."""
+    tokenizer = Tokenizer.from_ranks(r50k_ranks, pattern=r"\w+|\s+|[^\w\s]+")
+    text = make_text(5_000, seed=5, eot_every=None)
+    expected = tokenizer.encode(text)
+    assert tokenizer.encode_to_array(text).tolist() == expected
+    assert tokenizer.count_tokens(text) == len(expected)
+    assert not tokenizer.releases_gil
+
+
+def test_encode_to_numpy_without_numpy_says_what_to_install(
+    r50k_tokenizer: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)  # makes "import numpy" fail
+    with pytest.raises(ImportError, match="pip install numpy"):
+        r50k_tokenizer.encode_to_numpy("hello")
+    assert r50k_tokenizer.encode_to_array("hello").tolist() == r50k_tokenizer.encode("hello")
