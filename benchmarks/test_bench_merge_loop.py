@@ -1,7 +1,7 @@
 """The training merge loop alone: ``learn_merges`` per kernel backend, on the same word counts.
 
 The words of the vocab-16,000 goal corpus (``--bench-train-small-mb``, 40 MiB)
-are counted once, untimed, with ``count_words_in_file`` (GPT-2 pattern,
+are counted once, untimed, with ``count_words_in_inputs`` (GPT-2 pattern,
 ``<|endoftext|>`` special, two workers). Each round then hands a fresh copy of
 the counts (``learn_merges`` empties the dict it is given; copying is outside
 the clock) to ``streambpe.core.active_backend().learn_merges`` for
@@ -36,9 +36,9 @@ def word_counts(streambpe_api: Callable[..., Any], train_small_corpus: Path) -> 
     """The corpus's word counts, counted once (untimed)."""
     streambpe_api("core", "available_backends")
     from streambpe.patterns import GPT2
-    from streambpe.train.counting import count_words_in_file
+    from streambpe.train.counting import count_words_in_inputs
 
-    return count_words_in_file(
+    return count_words_in_inputs(
         train_small_corpus, pattern=GPT2, special_tokens=[SPECIAL], workers=2
     )
 

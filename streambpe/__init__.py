@@ -16,10 +16,12 @@ True
 from __future__ import annotations
 
 from streambpe import core, patterns
+from streambpe._support.executors import RayExecutor
 from streambpe.errors import (
     EmptyInputError,
     FormatError,
     InvalidUTF8Error,
+    MissingDependencyError,
     ParameterError,
     StreamBPEError,
     UnknownTokenError,
@@ -28,7 +30,7 @@ from streambpe.errors import (
 )
 from streambpe.streaming.file_encoding import EncodeStats
 from streambpe.tokenizer import Tokenizer
-from streambpe.train.trainer import atrain_bpe, train_bpe
+from streambpe.train.trainer import atrain_bpe, train_bpe, train_bpe_from_iterator
 
 __version__ = "0.2.0"
 
@@ -43,7 +45,9 @@ __all__ = [
     "EncodeStats",
     "FormatError",
     "InvalidUTF8Error",
+    "MissingDependencyError",
     "ParameterError",
+    "RayExecutor",
     "StreamBPEError",
     "Tokenizer",
     "UnknownTokenError",
@@ -54,4 +58,5 @@ __all__ = [
     "backend",
     "patterns",
     "train_bpe",
+    "train_bpe_from_iterator",
 ]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from streambpe.cutting.byte_ranges import plan_byte_ranges
 from streambpe.cutting.chunks import find_chunk_boundaries
 from streambpe.patterns import CL100K, GPT2, O200K, SPACE_SPLITTABLE_PATTERNS
-from streambpe.train.counting import count_words_in_file, count_words_in_text
+from streambpe.train.counting import count_words_in_inputs, count_words_in_text
 
 # The exactness tests run once per backend (docs/design.md, "Backends").
 pytestmark = pytest.mark.usefixtures("backend")
@@ -151,7 +151,7 @@ def test_counting_a_file_in_chunks_equals_counting_the_text(
     with tempfile.TemporaryDirectory() as directory:
         path = _write(directory, text)
         for chunk_size in (1, 7, 64, 4096):
-            got = count_words_in_file(
+            got = count_words_in_inputs(
                 path, pattern=pattern, special_tokens=specials, workers=1, chunk_size=chunk_size
             )
             assert got == expected, chunk_size
@@ -174,7 +174,7 @@ def test_counting_with_two_workers_equals_counting_the_text(
     expected = dict(Counter(pieces_oracle(text, pattern, specials)))
     for chunk_size in (64, 4096):
         for workers in (1, 2):
-            got = count_words_in_file(
+            got = count_words_in_inputs(
                 path,
                 pattern=pattern,
                 special_tokens=specials,
@@ -193,7 +193,7 @@ def test_counting_with_two_workers_on_random_text(
     specials = [EOT, EOT + EOT]
     with tempfile.TemporaryDirectory() as directory:
         path = _write(directory, text)
-        got = count_words_in_file(
+        got = count_words_in_inputs(
             path, pattern=GPT2, special_tokens=specials, workers=2, chunk_size=chunk_size
         )
     assert got == dict(Counter(pieces_oracle(text, GPT2, specials)))
@@ -204,7 +204,7 @@ def test_counting_on_any_executor(tmp_path: Path, pieces_oracle: PiecesOracle) -
     text = _seeded_corpus(seed=7, fragments=3000)
     path = _write(str(tmp_path), text)
     with ThreadPoolExecutor(2) as executor:
-        got = count_words_in_file(
+        got = count_words_in_inputs(
             path, pattern=CL100K, special_tokens=[EOT], executor=executor, chunk_size=97
         )
     assert got == dict(Counter(pieces_oracle(text, CL100K, [EOT])))
@@ -242,5 +242,5 @@ def test_custom_pattern_is_cut_only_at_specials(tmp_path: Path) -> None:
         path, chunk_size=64, special_tokens=[EOT], space_cuts=pattern in SPACE_SPLITTABLE_PATTERNS
     )
     assert [r.start for r in ranges] == [0, 2800, 5613, 8426]
-    got = count_words_in_file(path, pattern=pattern, special_tokens=[EOT], chunk_size=1)
+    got = count_words_in_inputs(path, pattern=pattern, special_tokens=[EOT], chunk_size=1)
     assert got == {"one ": 600, "two ": 600, "three ": 600}

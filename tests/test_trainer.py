@@ -25,7 +25,7 @@ import streambpe.train.counting
 import streambpe.train.trainer
 from streambpe.errors import InvalidUTF8Error, WorkerError
 from streambpe.patterns import CL100K, GPT2, O200K
-from streambpe.train.counting import CountTask
+from streambpe.train.count_tasks import CountTask
 from streambpe.train.trainer import VocabSizeWarning, train_bpe
 
 # The exactness tests run once per backend (docs/design.md, "Backends").
@@ -98,7 +98,7 @@ STALL_SECONDS = 12
 
 def _crash_on_first_range(task: CountTask) -> dict[str, int]:
     """Stand-in for counting: the task holding the first range kills its worker, others stall."""
-    if task.ranges[0].start == 0:
+    if task.parts[0].start == 0:
         os._exit(1)
     time.sleep(STALL_SECONDS)
     return {}
@@ -110,7 +110,7 @@ def _stall_after_first_range(task: CountTask) -> dict[str, int]:
     Stalled workers are still busy when the test interrupts: only killing them
     makes them go away within the test's wait.
     """
-    if task.ranges[0].start > 0:
+    if task.parts[0].start > 0:
         time.sleep(STALL_SECONDS)
     return {}
 
@@ -332,7 +332,7 @@ def test_word_count_cache_is_reused(
     def refuse(*args: object, **kwargs: object) -> NoReturn:
         raise CacheMissError("counted again although the cache holds these counts")
 
-    monkeypatch.setattr(streambpe.train.trainer, "count_words_in_file", refuse)
+    monkeypatch.setattr(streambpe.train.trainer, "count_words_in_inputs", refuse)
     assert train_bpe(corpus, 300, [EOT], workers=2, cache=cache_dir) == first
     # Another vocab size reuses the same counts; its merges extend the shorter run's.
     _, longer = train_bpe(corpus, 320, [EOT], workers=1, cache=cache_dir)

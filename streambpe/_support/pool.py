@@ -140,7 +140,7 @@ def _lost_a_worker(executor: Executor) -> bool:
     return bool(wait([process.sentinel for process in _workers(executor)], timeout=0))
 
 
-def _result(executor: Executor, future: Future[ResultT]) -> ResultT:
+def result_or_worker_error(executor: Executor, future: Future[ResultT]) -> ResultT:
     """The future's result, or :class:`WorkerError` as soon as a worker is seen dead.
 
     ``ProcessPoolExecutor`` reports a dead worker by failing the futures with
@@ -182,9 +182,9 @@ def ordered_map(
         for task in tasks:
             pending.append(executor.submit(function, task))
             if len(pending) >= max_in_flight:
-                yield _result(executor, pending.popleft())
+                yield result_or_worker_error(executor, pending.popleft())
         while pending:
-            yield _result(executor, pending.popleft())
+            yield result_or_worker_error(executor, pending.popleft())
     finally:
         for future in pending:
             future.cancel()

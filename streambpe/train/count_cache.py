@@ -1,16 +1,29 @@
-"""An on-disk cache of word counts, keyed by an xxhash fingerprint of the input.
+"""An on-disk cache of word counts, keyed by the inputs' versions and the counting settings.
 
 Pretokenizing is most of the cost of training, and its result does not depend
-on the vocabulary size. Training the same file again (another vocab size, say)
-can reuse the counts. The key covers everything counting depends on: the file's
-bytes, the pattern, the special tokens and the UTF-8 error policy. Entries are
-``marshal`` data (plain strings and ints: nothing is executed when loading).
+on the vocabulary size. Training the same inputs again (another vocab size, say)
+can reuse the counts. The key covers everything counting depends on: the
+inputs, the pattern, the special tokens, the UTF-8 error policy and how
+records are read. Entries are ``marshal`` data (plain strings and ints:
+nothing is executed when loading).
+
+Two ways to name the inputs' version (``docs/design.md``, "Scale-out"):
+
+* ``"metadata"`` (default): each file's location, size and modification time
+  (or ETag, for an object store). Nothing is read, so a terabyte of shards is
+  keyed in milliseconds. The trade-off: a rewrite that keeps both the size and
+  the modification time (a restored backup with its old mtime, or two writes
+  within the filesystem's clock resolution) reuses stale counts.
+* ``"content"``: an xxhash of every byte. Never stale, and it survives a copy
+  or a move, but it reads every input once on the calling machine.
 
 >>> import pathlib, tempfile
+>>> from streambpe.sources.inputs import resolve_inputs
 >>> corpus = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
 >>> _ = corpus.write_text("hello")
->>> key = fingerprint_file(corpus, pattern="x", special_tokens=["<s>"], errors="strict")
->>> len(key), key == fingerprint_file(corpus, pattern="y", special_tokens=["<s>"], errors="strict")
+>>> files = resolve_inputs(corpus)
+>>> key = fingerprint_inputs(files, pattern="x", special_tokens=["<s>"], errors="strict")
+>>> len(key), key == fingerprint_inputs(files, pattern="y", special_tokens=["<s>"], errors="strict")
 (32, False)
 """
 
@@ -20,10 +33,14 @@ import marshal
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import xxhash
 
 from streambpe._support.atomic import atomic_write
+from streambpe.errors import ParameterError
+from streambpe.sources.inputs import InputFile
+from streambpe.sources.reading import read_range
 from streambpe.train.counting import WordCounts
 
 _FORMAT_VERSION = 1
@@ -39,27 +56,48 @@ def default_cache_dir() -> Path:
     return Path(base) / "streambpe"
 
 
-def _settings_digest(
-    hasher: xxhash.xxh3_128, pattern: str, special_tokens: Sequence[str], errors: str
+#: How the cache names the inputs' version: their metadata (no reads) or their bytes.
+CacheKey = Literal["metadata", "content"]
+CACHE_KEYS: tuple[str, ...] = ("metadata", "content")
+
+
+def _add_field(hasher: xxhash.xxh3_128, field: str) -> None:
+    # Length-prefix every field so no two different lists hash the same bytes.
+    encoded = field.encode("utf-8")
+    hasher.update(len(encoded).to_bytes(8, "little"))
+    hasher.update(encoded)
+
+
+def fingerprint_inputs(
+    files: Sequence[InputFile],
+    *,
+    pattern: str,
+    special_tokens: Sequence[str],
+    errors: str,
+    reading: Sequence[str] = (),
+    key: CacheKey = "metadata",
 ) -> str:
-    # Length-prefix every field so no two different settings hash the same bytes.
-    for field in (pattern, errors, *special_tokens):
-        encoded = field.encode("utf-8")
-        hasher.update(len(encoded).to_bytes(8, "little"))
-        hasher.update(encoded)
+    """The cache key for counting ``files`` with these settings.
+
+    ``reading`` holds any other setting that changes what is counted (the
+    input format and text field). ``key="content"`` reads every byte.
+    """
+    if key not in CACHE_KEYS:
+        raise ParameterError(f"unknown cache key {key!r}; choose one of {', '.join(CACHE_KEYS)}")
+    hasher = xxhash.xxh3_128()
+    _add_field(hasher, key)
+    for file in files:
+        if key == "metadata":
+            _add_field(hasher, file.location)
+            _add_field(hasher, file.fingerprint)
+        else:
+            _add_field(hasher, str(file.size))
+            for start in range(0, file.size, _READ_BLOCK):
+                hasher.update(read_range(file, start, min(file.size, start + _READ_BLOCK)))
+    for field in (pattern, errors, *reading, *special_tokens):
+        _add_field(hasher, field)
     hasher.update(f"v{_FORMAT_VERSION}".encode())
     return str(hasher.hexdigest())
-
-
-def fingerprint_file(
-    path: str | Path, *, pattern: str, special_tokens: Sequence[str], errors: str
-) -> str:
-    """The cache key for counting ``path`` with these settings (reads the file once)."""
-    hasher = xxhash.xxh3_128()
-    with open(path, "rb") as file:
-        while block := file.read(_READ_BLOCK):
-            hasher.update(block)
-    return _settings_digest(hasher, pattern, special_tokens, errors)
 
 
 class WordCountCache:

@@ -11,41 +11,33 @@ results can be summed in any order (``docs/design.md``, "Determinism").
 
 from __future__ import annotations
 
+import marshal
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Executor
-from contextlib import closing
-from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from typing import TypeGuard
 
 from streambpe import core
-from streambpe._support.pool import ordered_map, process_pool
+from streambpe._support.executors import executor_workers, map_reduce, task_count
+from streambpe._support.pool import process_pool
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.core import Pretokenizing
-from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
 from streambpe.cutting.specials import SpecialTokenScanner
-from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS
+from streambpe.patterns import GPT2
+from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
+from streambpe.train.count_tasks import (
+    DEFAULT_CHUNK_SIZE,
+    CountSettings,
+    CountTask,
+    plan_count_tasks,
+)
 
 #: Word (a pretoken, as text) -> number of occurrences.
 WordCounts = dict[str, int]
 
-DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
-#: Counting tasks per worker: enough to balance the load, few enough that the
-#: parent merges only a handful of large dictionaries.
-TASKS_PER_WORKER = 2
 #: Called with the number of input bytes just finished.
 ProgressCallback = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class CountTask:
-    """One unit of counting work: consecutive byte ranges of one file, and how to split them."""
-
-    ranges: tuple[ByteRange, ...]
-    pattern: str
-    special_tokens: tuple[str, ...]
-    errors: DecodeErrors = "strict"
 
 
 @cache
@@ -77,35 +69,21 @@ def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) 
 
 
 def run_count_task(task: CountTask) -> WordCounts:
-    """Count the words of a task's ranges, one range in memory at a time.
+    """Count the words of a task's parts, one text in memory at a time.
 
     This is what a worker runs: summing inside the worker (in C, through
-    ``Counter.update``) leaves the parent one dictionary to merge per task
-    rather than one per range.
+    ``Counter.update``) leaves one dictionary per task to merge.
     """
     counts: Counter[str] = Counter()
-    for byte_range in task.ranges:
-        text = read_text(byte_range, task.errors)
-        _count_text_into(counts, text, task.pattern, task.special_tokens)
+    _count_task_into(counts, task)
     return counts
 
 
-def group_ranges(byte_ranges: Sequence[ByteRange], groups: int) -> list[tuple[ByteRange, ...]]:
-    """Split ``byte_ranges`` into at most ``groups`` runs of consecutive ranges of similar size.
-
-    >>> ranges = [ByteRange("f", i, i + 1) for i in range(5)]
-    >>> [len(group) for group in group_ranges(ranges, 2)]
-    [3, 2]
-    """
-    count = max(1, min(groups, len(byte_ranges)))
-    size, extra = divmod(len(byte_ranges), count)
-    grouped: list[tuple[ByteRange, ...]] = []
-    start = 0
-    for index in range(count):
-        end = start + size + (1 if index < extra else 0)
-        grouped.append(tuple(byte_ranges[start:end]))
-        start = end
-    return [group for group in grouped if group]
+def _count_task_into(counts: Counter[str], task: CountTask) -> None:
+    settings = task.settings
+    for part in task.parts:
+        for text in part.texts(settings):
+            _count_text_into(counts, text, settings.pattern, settings.special_tokens)
 
 
 def add_word_counts(total: WordCounts, part: WordCounts) -> None:
@@ -124,57 +102,138 @@ def add_word_counts(total: WordCounts, part: WordCounts) -> None:
         total[word] = get(word, 0) + count
 
 
-def count_words_in_file(
-    path: str | Path,
+def merged_word_counts(left: WordCounts, right: WordCounts) -> WordCounts:
+    """A new dictionary holding ``left + right``; neither input changes.
+
+    This is the merge step run on a cluster, where an input may be a stored
+    result that a retried task reads again, so it must stay as it was.
+
+    >>> left = {"a": 1}
+    >>> merged_word_counts(left, {"a": 2, "b": 1}), left
+    ({'a': 3, 'b': 1}, {'a': 1})
+    """
+    larger, smaller = (left, right) if len(left) >= len(right) else (right, left)
+    merged = dict(larger)
+    add_word_counts(merged, smaller)
+    return merged
+
+
+def pack_word_counts(counts: WordCounts) -> bytes:
+    """``counts`` as ``marshal`` bytes (about 21 bytes per word): how a cluster stores and moves them.
+
+    >>> unpack_word_counts(pack_word_counts(Counter("aab")))
+    {'a': 2, 'b': 1}
+    """
+    return marshal.dumps(counts if type(counts) is dict else dict(counts))
+
+
+def unpack_word_counts(packed: bytes) -> WordCounts:
+    """The counts :func:`pack_word_counts` packed (``marshal`` runs no code while loading)."""
+    counts: WordCounts = marshal.loads(packed)
+    return counts
+
+
+def count_words(
+    tasks: Iterable[CountTask],
+    *,
+    workers: int = 1,
+    executor: Executor | None = None,
+    max_in_flight: int | None = None,
+    progress_callback: ProgressCallback | None = None,
+) -> WordCounts:
+    """Sum the word counts of ``tasks``: in this process, on a local pool, or on ``executor``.
+
+    ``tasks`` may be a long iterator (texts being batched): at most
+    ``max_in_flight`` tasks (default: twice the workers) are out at a time. On
+    Dask and Ray the counts are summed on the cluster
+    (:func:`~streambpe._support.executors.map_reduce`). The result does not
+    depend on the workers, the executor or the task count.
+    """
+    if executor is None and workers <= 1:
+        # In-process: one Counter for everything, summed in C.
+        counts: Counter[str] = Counter()
+        for task in tasks:
+            _count_task_into(counts, task)
+            if progress_callback is not None:
+                progress_callback(task.size)
+        return counts
+    sizes: list[int] = []
+
+    def remember_sizes() -> Iterator[CountTask]:
+        for task in tasks:
+            sizes.append(task.size)
+            yield task
+
+    def task_done(index: int) -> None:
+        if progress_callback is not None:
+            progress_callback(sizes[index])
+
+    in_flight = max_in_flight or 2 * ((executor_workers(executor) if executor else None) or workers)
+    # Looked up at call time, so a test can stand in for either.
+    count, merge_into = run_count_task, add_word_counts
+    if executor is not None:
+        total = map_reduce(
+            executor,
+            count,
+            remember_sizes(),
+            empty=dict,
+            merge=merged_word_counts,
+            merge_into=merge_into,
+            max_in_flight=in_flight,
+            on_task_done=task_done,
+            pack=pack_word_counts,
+            unpack=unpack_word_counts,
+        )
+    else:
+        pool_size = min(workers, len(tasks)) if isinstance(tasks, Sized) else workers
+        with process_pool(max(1, pool_size)) as pool:
+            total = map_reduce(
+                pool,
+                count,
+                remember_sizes(),
+                empty=dict,
+                merge=merged_word_counts,
+                merge_into=merge_into,
+                max_in_flight=in_flight,
+                on_task_done=task_done,
+                pack=pack_word_counts,
+                unpack=unpack_word_counts,
+            )
+    return total
+
+
+def count_words_in_inputs(
+    inputs: Inputs,
     *,
     pattern: str = GPT2,
     special_tokens: Sequence[str] = (),
     workers: int = 1,
     executor: Executor | None = None,
+    tasks: int | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
+    input_format: str = "auto",
+    text_field: str = "text",
     progress_callback: ProgressCallback | None = None,
 ) -> WordCounts:
-    """Count the words of a whole file, in parallel when ``workers > 1`` or an executor is given.
+    """Count the words of files (a path, a list, a glob, URLs): each file is its own stream.
 
-    The result does not depend on ``workers``, ``executor`` or ``chunk_size``.
+    The result does not depend on ``workers``, ``executor``, ``tasks`` or ``chunk_size``.
     """
-    ranges = plan_byte_ranges(
-        path,
-        chunk_size=chunk_size,
-        special_tokens=special_tokens,
-        space_cuts=pattern in SPACE_SPLITTABLE_PATTERNS,
+    files = inputs if _is_resolved(inputs) else resolve_inputs(inputs)
+    settings = CountSettings(pattern, tuple(special_tokens), errors, chunk_size)
+    parallel = executor is not None or workers > 1
+    planned = plan_count_tasks(
+        files,
+        tasks=task_count(executor, fallback_workers=workers, tasks=tasks) if parallel else 1,
+        settings=settings,
+        input_format=input_format,
+        text_field=text_field,
     )
-    specials = tuple(special_tokens)
-    if executor is None and (workers <= 1 or len(ranges) <= 1):
-        # In-process: one Counter for the whole file, summed in C.
-        counts: Counter[str] = Counter()
-        for byte_range in ranges:
-            _count_text_into(counts, read_text(byte_range, errors), pattern, specials)
-            if progress_callback is not None:
-                progress_callback(byte_range.size)
-        return counts
-    tasks = [
-        CountTask(group, pattern, specials, errors)
-        for group in group_ranges(ranges, TASKS_PER_WORKER * workers)
-    ]
-    total: WordCounts = {}
+    return count_words(
+        planned, workers=workers, executor=executor, progress_callback=progress_callback
+    )
 
-    def consume(results: Iterator[WordCounts]) -> None:
-        for task, counts in zip(tasks, results, strict=True):
-            add_word_counts(total, counts)
-            if progress_callback is not None:
-                progress_callback(task.ranges[-1].end - task.ranges[0].start)
 
-    in_flight = 2 * max(workers, 1)
-    # closing(): an error or Ctrl-C while consuming cancels the queued tasks at once.
-    if executor is not None:
-        with closing(ordered_map(executor, run_count_task, tasks, max_in_flight=in_flight)) as run:
-            consume(run)
-    else:
-        with (
-            process_pool(min(workers, len(tasks))) as pool,
-            closing(ordered_map(pool, run_count_task, tasks, max_in_flight=in_flight)) as run,
-        ):
-            consume(run)
-    return total
+def _is_resolved(inputs: Inputs) -> TypeGuard[list[InputFile]]:
+    return isinstance(inputs, list) and all(isinstance(item, InputFile) for item in inputs)

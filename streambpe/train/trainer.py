@@ -1,9 +1,10 @@
-"""``train_bpe``: train a byte-level BPE vocabulary on a file of any size.
+"""``train_bpe``: train a byte-level BPE vocabulary on files of any size, or on an iterator.
 
-The steps, each in its own module: cut the file into byte ranges
-(:mod:`~streambpe.cutting.byte_ranges`), count words in worker processes
-(:mod:`~streambpe.train.counting`, optionally cached by :mod:`~streambpe.train.count_cache`),
-then learn merges with the active backend's merge loop (:mod:`streambpe.core`).
+The steps, each in its own module: resolve the inputs (:mod:`streambpe.sources`),
+plan counting tasks from their sizes (:mod:`~streambpe.train.count_tasks`),
+count words on a pool or a cluster (:mod:`~streambpe.train.counting`, optionally
+cached by :mod:`~streambpe.train.count_cache`), then learn merges on the caller
+with the active backend's merge loop (:mod:`streambpe.core`).
 
 Vocabulary layout: ids 0-255 are the single bytes, then the special tokens in
 the order given, then one id per merge in creation order; ids are exactly
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from functools import partial
 from pathlib import Path
@@ -30,15 +31,21 @@ from pathlib import Path
 import anyio.to_thread
 
 from streambpe import core
-from streambpe._support.inputs import check_input_file
 from streambpe._support.pool import resolve_workers
 from streambpe._support.progress import CancellableProgress, ProgressReporter, as_reporter
 from streambpe._support.utf8 import DecodeErrors, check_errors_policy
 from streambpe.cutting.specials import validate_special_tokens
 from streambpe.errors import ParameterError, VocabSizeWarning
 from streambpe.patterns import resolve_pattern
-from streambpe.train.count_cache import WordCountCache, fingerprint_file
-from streambpe.train.counting import DEFAULT_CHUNK_SIZE, WordCounts, count_words_in_file
+from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
+from streambpe.train.count_cache import CacheKey, WordCountCache, fingerprint_inputs
+from streambpe.train.count_tasks import (
+    DEFAULT_CHUNK_SIZE,
+    CountSettings,
+    InputFormat,
+    batch_count_tasks,
+)
+from streambpe.train.counting import WordCounts, count_words, count_words_in_inputs
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -79,34 +86,45 @@ def build_vocab(special_tokens: Sequence[str], merges: Merges) -> Vocab:
 
 
 def _count_with_cache(
-    path: Path,
+    files: list[InputFile],
     *,
-    pattern: str,
-    special_tokens: list[str],
+    settings: CountSettings,
     workers: int,
     executor: Executor | None,
-    chunk_size: int,
-    errors: DecodeErrors,
+    tasks: int | None,
+    input_format: str,
+    text_field: str,
     cache: bool | str | os.PathLike[str],
+    cache_key: CacheKey,
     reporter: ProgressReporter,
 ) -> WordCounts:
     store: WordCountCache | None = None
     key = ""
     if cache is not False:
         store = WordCountCache(None if cache is True else Path(cache))
-        key = fingerprint_file(path, pattern=pattern, special_tokens=special_tokens, errors=errors)
+        key = fingerprint_inputs(
+            files,
+            pattern=settings.pattern,
+            special_tokens=settings.special_tokens,
+            errors=settings.errors,
+            reading=(input_format, text_field),
+            key=cache_key,
+        )
         cached = store.load(key)
         if cached is not None:
             return cached
-    with reporter.stage("counting", total=path.stat().st_size, unit="B") as advance:
-        counts = count_words_in_file(
-            path,
-            pattern=pattern,
-            special_tokens=special_tokens,
+    with reporter.stage("counting", total=sum(f.size for f in files), unit="B") as advance:
+        counts = count_words_in_inputs(
+            files,
+            pattern=settings.pattern,
+            special_tokens=settings.special_tokens,
             workers=workers,
             executor=executor,
-            chunk_size=chunk_size,
-            errors=errors,
+            tasks=tasks,
+            chunk_size=settings.chunk_size,
+            errors=settings.errors,
+            input_format=input_format,
+            text_field=text_field,
             progress_callback=advance,
         )
     if store is not None:
@@ -114,35 +132,85 @@ def _count_with_cache(
     return counts
 
 
+def _learn_merges(
+    word_counts: WordCounts,
+    specials: list[str],
+    max_merges: int,
+    vocab_size: int,
+    *,
+    corpus: str,
+    reporter: ProgressReporter,
+) -> tuple[Vocab, Merges]:
+    """The merge loop on the caller, then the vocabulary; warns if the corpus runs out of pairs."""
+    learn_merges = core.active_backend().learn_merges
+    with reporter.stage("merging", total=max_merges, unit="merge") as advance:
+        # The merge loop empties word_counts as it reads them: one copy of the words.
+        merges = learn_merges(word_counts, max_merges, lambda: advance(1))
+    if len(merges) < max_merges:
+        reached = N_BYTE_TOKENS + len(specials) + len(merges)
+        warnings.warn(
+            f"{corpus}: the corpus supports only {len(merges)} merges, so the vocabulary has "
+            f"{reached} tokens instead of the requested {vocab_size}",
+            VocabSizeWarning,
+            # Above this function: train_bpe, then its caller.
+            stacklevel=3,
+        )
+    return build_vocab(specials, merges), merges
+
+
+def _describe(files: list[InputFile]) -> str:
+    return (
+        files[0].location if len(files) == 1 else f"{files[0].location} and {len(files) - 1} more"
+    )
+
+
 def train_bpe(
-    input_path: str | os.PathLike[str],
+    input_path: Inputs,
     vocab_size: int,
     special_tokens: Sequence[str] | None = None,
     *,
     pattern: str = "gpt2",
     workers: int | None = None,
     executor: Executor | None = None,
+    tasks: int | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
+    input_format: InputFormat = "auto",
+    text_field: str = "text",
     cache: bool | str | os.PathLike[str] = False,
+    cache_key: CacheKey = "metadata",
     progress: bool | ProgressReporter = False,
     timings: dict[str, float] | None = None,
 ) -> tuple[Vocab, Merges]:
-    """Train a byte-level BPE tokenizer on the UTF-8 text file ``input_path``.
+    """Train a byte-level BPE tokenizer on UTF-8 text: one file, a list, a glob, or URLs.
+
+    Each file is its own stream: no piece spans two files, so training on a
+    list gives the result of training on the files joined by a special token.
 
     Args:
-        input_path: the training text; special tokens in it separate documents.
+        input_path: a path, a list of paths, a glob (``"data/*.txt"``), or fsspec URLs
+            (``"s3://bucket/shard-*.jsonl"``, needs ``streambpe[remote]``). Special
+            tokens in the text separate documents.
         vocab_size: the number of ids wanted, bytes and special tokens included.
         special_tokens: strings that are never split or merged (e.g. ``"<|endoftext|>"``).
         pattern: ``"gpt2"`` (default), ``"cl100k"``, ``"o200k"``, or a regex of your own.
             Long documents are cut between chunks only under the three named patterns.
         workers: processes that count words; ``None`` means one per core.
-        executor: any ``concurrent.futures.Executor`` to run the counting on instead.
-        chunk_size: bytes per counting task (results never depend on it).
+        executor: any ``concurrent.futures.Executor`` to run the counting on instead: a
+            Dask ``client.get_executor()``, a :class:`~streambpe.RayExecutor`, a pool.
+        tasks: how many counting tasks to make; by default twice the executor's
+            workers (or ``workers``). Results never depend on it.
+        chunk_size: bytes decoded at a time inside a task (results never depend on it).
         errors: ``"strict"`` raises :class:`~streambpe.errors.InvalidUTF8Error` naming the
             byte offset; ``"replace"`` substitutes U+FFFD for invalid bytes.
+        input_format: ``"auto"`` (by suffix: ``.jsonl``/``.ndjson``, ``.parquet``, else
+            text), ``"text"``, ``"jsonl"`` or ``"parquet"`` (needs ``streambpe[parquet]``).
+            In jsonl and parquet every record's ``text_field`` is one document.
+        text_field: the jsonl field or parquet column holding the text.
         cache: reuse word counts across runs: ``True`` for the default cache directory,
             or a directory. Off by default.
+        cache_key: ``"metadata"`` keys the cache on each file's location, size and
+            modification time (or ETag), reading nothing; ``"content"`` hashes every byte.
         progress: ``True`` shows a bar on stderr; or pass a reporter.
         timings: if given, filled with the seconds spent in ``count_words`` and ``merge``.
 
@@ -157,57 +225,107 @@ def train_bpe(
     max_merges = check_vocab_size(vocab_size, specials)
     resolved_pattern = resolve_pattern(pattern)
     check_errors_policy(errors)
-    path = check_input_file(input_path)
+    files = resolve_inputs(input_path)
     reporter = as_reporter(progress)
 
     started = time.perf_counter()
-    text_counts = _count_with_cache(
-        path,
-        pattern=resolved_pattern,
-        special_tokens=specials,
+    word_counts = _count_with_cache(
+        files,
+        settings=CountSettings(resolved_pattern, tuple(specials), errors, chunk_size),
         workers=resolve_workers(workers),
         executor=executor,
-        chunk_size=chunk_size,
-        errors=errors,
+        tasks=tasks,
+        input_format=input_format,
+        text_field=text_field,
         cache=cache,
+        cache_key=cache_key,
         reporter=reporter,
     )
     counted = time.perf_counter()
-    learn_merges = core.active_backend().learn_merges
-    with reporter.stage("merging", total=max_merges, unit="merge") as advance:
-        # The merge loop empties text_counts as it reads them: one copy of the words.
-        merges = learn_merges(text_counts, max_merges, lambda: advance(1))
+    result = _learn_merges(
+        word_counts, specials, max_merges, vocab_size, corpus=_describe(files), reporter=reporter
+    )
     if timings is not None:
         timings["count_words"] = counted - started
         timings["merge"] = time.perf_counter() - counted
-    if len(merges) < max_merges:
-        reached = N_BYTE_TOKENS + len(specials) + len(merges)
-        warnings.warn(
-            f"{path}: the corpus supports only {len(merges)} merges, so the vocabulary has "
-            f"{reached} tokens instead of the requested {vocab_size}",
-            VocabSizeWarning,
-            stacklevel=2,
-        )
-    return build_vocab(specials, merges), merges
+    return result
 
 
-async def atrain_bpe(
-    input_path: str | os.PathLike[str],
+def train_bpe_from_iterator(
+    texts: Iterable[str],
     vocab_size: int,
     special_tokens: Sequence[str] | None = None,
     *,
     pattern: str = "gpt2",
     workers: int | None = None,
     executor: Executor | None = None,
+    batch_size: int = DEFAULT_CHUNK_SIZE,
+    progress: bool | ProgressReporter = False,
+    timings: dict[str, float] | None = None,
+) -> tuple[Vocab, Merges]:
+    """Train on an iterable of strings, each one a document (a ``datasets`` column, a generator).
+
+    The result equals :func:`train_bpe` on a file of the same documents joined
+    by a special token. The iterable is read once, in batches of about
+    ``batch_size`` characters that are counted in the pool (or on ``executor``)
+    while the next ones are read; only a few batches are out at a time, so
+    memory stays bounded however long the iterable is.
+
+    >>> texts = ["low low lower", "newest widest"]
+    >>> vocab, merges = train_bpe_from_iterator(texts, 258, ["<|endoftext|>"], workers=1)
+    >>> merges
+    [(b'o', b'w')]
+    """
+    specials = validate_special_tokens(special_tokens)
+    max_merges = check_vocab_size(vocab_size, specials)
+    if isinstance(texts, str | bytes):
+        raise TypeError("texts must be an iterable of strings, not a single string")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ParameterError(f"batch_size must be an int of at least 1, got {batch_size!r}")
+    settings = CountSettings(resolve_pattern(pattern), tuple(specials))
+    reporter = as_reporter(progress)
+
+    started = time.perf_counter()
+    with reporter.stage("counting", total=None, unit="char") as advance:
+        word_counts = count_words(
+            batch_count_tasks(texts, settings=settings, batch_chars=batch_size),
+            workers=resolve_workers(workers),
+            executor=executor,
+            progress_callback=advance,
+        )
+    counted = time.perf_counter()
+    result = _learn_merges(
+        word_counts, specials, max_merges, vocab_size, corpus="texts", reporter=reporter
+    )
+    if timings is not None:
+        timings["count_words"] = counted - started
+        timings["merge"] = time.perf_counter() - counted
+    return result
+
+
+async def atrain_bpe(
+    input_path: Inputs,
+    vocab_size: int,
+    special_tokens: Sequence[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+    workers: int | None = None,
+    executor: Executor | None = None,
+    tasks: int | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
+    input_format: InputFormat = "auto",
+    text_field: str = "text",
     cache: bool | str | os.PathLike[str] = False,
+    cache_key: CacheKey = "metadata",
     progress: bool | ProgressReporter = False,
 ) -> tuple[Vocab, Merges]:
     """Async :func:`train_bpe`: same arguments, same result; cancellable between steps.
 
     The work runs in a worker thread, so the event loop stays free; cancelling
-    the awaiting task stops the worker processes at the next progress step.
+    the awaiting task stops the counting at the next finished task: every
+    counting task not yet started is cancelled (on the local pool or the
+    caller's executor) before this returns.
     """
     return await anyio.to_thread.run_sync(
         partial(
@@ -218,9 +336,13 @@ async def atrain_bpe(
             pattern=pattern,
             workers=workers,
             executor=executor,
+            tasks=tasks,
             chunk_size=chunk_size,
             errors=errors,
+            input_format=input_format,
+            text_field=text_field,
             cache=cache,
+            cache_key=cache_key,
             progress=CancellableProgress(as_reporter(progress)),
         )
     )
