@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from functools import cache
@@ -34,9 +35,7 @@ from hypothesis import strategies as st
 from streambpe.core import unicode_classes
 from streambpe.patterns import CL100K, GPT2, O200K
 
-native = pytest.importorskip(
-    "streambpe.core._native", reason="the compiled core was not built"
-)
+native = pytest.importorskip("streambpe.core._native", reason="the compiled core was not built")
 
 PATTERNS: dict[str, str] = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
 
@@ -165,6 +164,22 @@ def test_same_pieces_as_regex(pattern: str, unit_size: int, data: st.DataObject)
     expected = regex.findall(pattern, text)
     assert pretokenizer.pieces(text) == expected
     assert pretokenizer.piece_count(text) == len(expected)
+    counts = {"\x00already there": 2, expected[0]: 5} if expected else {}
+    pretokenizer.count_into([text], counts)
+    reference = Counter(expected)
+    if expected:
+        reference.update({"\x00already there": 2, expected[0]: 5})
+    assert counts == reference
+
+
+def test_count_into_counts_many_texts_like_counter() -> None:
+    """Enough distinct pieces to grow the native tally; a lone surrogate survives intact."""
+    text = " ".join(f"w{number % 5000} {number}" for number in range(40_000))
+    counts: dict[str, int] = {}
+    native.NativePretokenizer(GPT2).count_into([text, "\ud800x", text[:99]], counts)
+    expected = Counter(regex.findall(GPT2, text))
+    expected.update(regex.findall(GPT2, "\ud800x") + regex.findall(GPT2, text[:99]))
+    assert counts == expected
 
 
 # --------------------------------------------------------------------------- the class table

@@ -27,7 +27,7 @@ True
 str per piece.
 """
 
-from cpython.dict cimport PyDict_Next
+from cpython.dict cimport PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
@@ -47,6 +47,9 @@ from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    str PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
+    # A borrowed reference, or NULL: absent (no error set) or failed (error set).
+    PyObject* PyDict_GetItemWithError(object mapping, object key) except? NULL
 
 
 cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
@@ -292,6 +295,19 @@ cdef vector[size_t] _piece_ends(Pattern pattern, str text) except *:
     return ends
 
 
+cdef extern from "_tally_impl.hpp" namespace "streambpe" nogil:
+    cdef cppclass TallyEntry "streambpe::PieceTally::Entry":
+        uint64_t count
+        size_t offset
+        size_t length
+
+    cdef cppclass PieceTally:
+        void add_text(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
+                      size_t length, cbool ascii) except +
+        const vector[TallyEntry]& entries()
+        const char* keys()
+
+
 cdef class NativePretokenizer:
     """Cuts text into pieces with a built-in pattern, exactly as ``regex.findall``.
 
@@ -325,6 +341,54 @@ cdef class NativePretokenizer:
         ['Hello', ' world', "'s", ' ', ' end']
         """
         return streambpe_piece_list(text, self._ends(text))
+
+    def count_into(self, texts, counts not None):
+        """Add how often each piece of the strs ``texts`` occurs to ``counts`` (``{piece: count}``).
+
+        The same as ``counts[piece] = counts.get(piece, 0) + 1`` for each piece
+        of each text, but every text is scanned and its pieces counted without
+        the GIL, and only distinct pieces (over all the texts) become strs.
+        ``texts`` is any iterable of strs, consumed once (one document each,
+        so that no piece spans two).
+
+        >>> counts = {"the": 1}
+        >>> NativePretokenizer("gpt2").count_into(["the cat", "the"], counts)
+        >>> sorted(counts.items())
+        [(' cat', 1), ('the', 3)]
+        """
+        if not isinstance(counts, dict):
+            raise TypeError(f"counts must be a dict, not {type(counts).__name__}")
+        cdef unique_ptr[PieceTally] tally
+        tally.reset(new PieceTally())
+        cdef int kind
+        cdef const void* data
+        cdef size_t length
+        cdef cbool ascii
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"texts must be strs, not {type(text).__name__}")
+            PyUnicode_READY(text)
+            kind = PyUnicode_KIND(text)
+            data = PyUnicode_DATA(text)
+            length = PyUnicode_GET_LENGTH(text)
+            ascii = PyUnicode_IS_ASCII(text)
+            with nogil:
+                tally.get().add_text(self._pattern, self._table[0], kind, data, length, ascii)
+        cdef const vector[TallyEntry]* entries = &tally.get().entries()
+        cdef const char* keys = tally.get().keys()
+        cdef size_t index
+        cdef const TallyEntry* entry
+        cdef PyObject* known
+        for index in range(entries.size()):
+            entry = &entries[0][index]
+            if entry.count == 0:
+                continue
+            piece = PyUnicode_DecodeUTF8(keys + entry.offset, entry.length, "surrogatepass")
+            known = PyDict_GetItemWithError(counts, piece)
+            if known == NULL:
+                PyDict_SetItem(counts, piece, <object>entry.count)
+            else:
+                PyDict_SetItem(counts, piece, <object>known + <object>entry.count)
 
     def piece_count(self, str text):
         """How many pieces ``text`` has: ``len(self.pieces(text))``, without building them.

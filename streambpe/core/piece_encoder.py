@@ -18,6 +18,7 @@ splits it, and each part's id comes from the encoder.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 from itertools import chain
 from typing import Protocol
 
@@ -26,9 +27,13 @@ from streambpe.core.piece_cache import PieceCache, TokenIds
 
 
 class Pretokenizing(Protocol):
-    """Cuts text into pieces: the same list as ``regex.findall(pattern, text)``."""
+    """Cuts text into pieces: the same list as ``regex.findall(pattern, text)``.
+
+    ``count_into`` adds the pieces' numbers of occurrences, over many texts, to a dict.
+    """
 
     def pieces(self, text: str) -> list[str]: ...
+    def count_into(self, texts: Iterable[str], counts: dict[str, int]) -> None: ...
 
 
 #: Pieces looked up per C-level call (a few milliseconds).

@@ -16,7 +16,8 @@ spelling on every block that is pure ASCII. Tests check the equivalence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from streambpe.cutting.rule import next_safe_cut
@@ -97,3 +98,20 @@ class Pretokenizer:
                 size = self.block_size
             start = end
         return pieces
+
+    def count_into(self, texts: Iterable[str], counts: dict[str, int]) -> None:
+        """Add how often each piece of the strs ``texts`` occurs to ``counts`` (``{piece: count}``).
+
+        Each text is cut on its own (one document each: no piece spans two).
+
+        >>> counts = {"the": 1}
+        >>> Pretokenizer(GPT2).count_into(["the cat", "the"], counts)
+        >>> sorted(counts.items())
+        [(' cat', 1), ('the', 3)]
+        """
+        tally: Counter[str] = counts if isinstance(counts, Counter) else Counter()
+        for text in texts:
+            tally.update(self.pieces(text))
+        if tally is not counts:
+            for piece, count in tally.items():
+                counts[piece] = counts.get(piece, 0) + count

@@ -53,12 +53,14 @@ def _pretokenizer(pattern: str) -> Pretokenizing:
 def _count_text_into(
     counts: Counter[str], text: str, pattern: str, special_tokens: Sequence[str]
 ) -> None:
-    find_words = _pretokenizer(pattern).pieces
+    # On the compiled backend the pieces of all documents are counted in
+    # native code, and only distinct ones become strs.
+    count_into = _pretokenizer(pattern).count_into
     if special_tokens:
-        for document, _special in SpecialTokenScanner(special_tokens).split(text):
-            counts.update(find_words(document))
+        scanner = SpecialTokenScanner(special_tokens)
+        count_into((document for document, _special in scanner.split(text) if document), counts)
     else:
-        counts.update(find_words(text))
+        count_into([text], counts)
 
 
 def count_words_in_text(text: str, pattern: str, special_tokens: Sequence[str]) -> WordCounts:

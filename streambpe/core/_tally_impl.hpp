@@ -1,0 +1,116 @@
+// Counting equal pieces of many texts without making a string per piece.
+//
+// Training needs, per task, how often each distinct piece occurs. Text
+// repeats its pieces (" the", ",", " of") so much that a million pieces hold
+// a few tens of thousands of distinct ones: PieceTally counts them by their
+// UTF-8 bytes, kept once each, and only the distinct pieces become Python
+// strings at the end. Plain C++, no Python API, so scanning and counting run
+// without the GIL.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "_native_impl.hpp"
+#include "_pretokenize_impl.hpp"
+
+namespace streambpe {
+
+class PieceTally {
+public:
+    struct Entry {
+        uint64_t hash;
+        uint64_t count;   // 0 marks a free slot
+        size_t offset;    // of the piece's UTF-8 in keys()
+        size_t length;
+    };
+
+    PieceTally() { rehash(1 << 12); }
+
+    // Adds every piece of ``length`` code units of ``unit_size`` bytes at
+    // ``data`` (a str buffer), as ``pattern`` cuts them. ``ascii`` says every
+    // unit is below 0x80, so the buffer is its own UTF-8.
+    void add_text(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
+                  int unit_size, const void* data, size_t length, bool ascii) {
+        pretokenize::scan_pieces_of_kind(
+            pattern, table, unit_size, data, length, [&](size_t start, size_t end) {
+                if (ascii) {
+                    add(static_cast<const uint8_t*>(data) + start, end - start);
+                } else {
+                    to_utf8(unit_size, data, start, end);
+                    add(utf8_.data(), utf8_.size());
+                }
+            });
+    }
+
+    void add(const uint8_t* piece, size_t n) {
+        const uint64_t hash = hash_bytes(piece, n);
+        size_t i = hash & mask_;
+        while (entries_[i].count != 0) {
+            Entry& entry = entries_[i];
+            if (entry.hash == hash && entry.length == n &&
+                std::memcmp(keys_.data() + entry.offset, piece, n) == 0) {
+                ++entry.count;
+                return;
+            }
+            i = (i + 1) & mask_;
+        }
+        entries_[i] = Entry{hash, 1, keys_.size(), n};
+        keys_.append(reinterpret_cast<const char*>(piece), n);
+        if (++distinct_ * 2 > entries_.size()) rehash(entries_.size() * 2);
+    }
+
+    // Every slot; the ones with count 0 are free.
+    const std::vector<Entry>& entries() const { return entries_; }
+    const char* keys() const { return keys_.data(); }
+
+private:
+    // Sets utf8_ to the UTF-8 of code units [start, end). A lone surrogate is
+    // written as its three-byte form ("surrogatepass"), which the caller
+    // decodes back to the same code point.
+    void to_utf8(int unit_size, const void* data, size_t start, size_t end) {
+        utf8_.clear();
+        for (size_t i = start; i < end; ++i) {
+            const uint32_t cp = unit_size == 1   ? static_cast<const uint8_t*>(data)[i]
+                                : unit_size == 2 ? static_cast<const uint16_t*>(data)[i]
+                                                 : static_cast<const uint32_t*>(data)[i];
+            if (cp < 0x80) {
+                utf8_.push_back(uint8_t(cp));
+            } else if (cp < 0x800) {
+                utf8_.push_back(uint8_t(0xC0 | cp >> 6));
+                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
+            } else if (cp < 0x10000) {
+                utf8_.push_back(uint8_t(0xE0 | cp >> 12));
+                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
+                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
+            } else {
+                utf8_.push_back(uint8_t(0xF0 | cp >> 18));
+                utf8_.push_back(uint8_t(0x80 | (cp >> 12 & 0x3F)));
+                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
+                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
+            }
+        }
+    }
+
+    void rehash(size_t capacity) {
+        std::vector<Entry> old(capacity, Entry{0, 0, 0, 0});
+        old.swap(entries_);
+        mask_ = capacity - 1;
+        for (const Entry& entry : old) {
+            if (entry.count == 0) continue;
+            size_t i = entry.hash & mask_;
+            while (entries_[i].count != 0) i = (i + 1) & mask_;
+            entries_[i] = entry;
+        }
+    }
+
+    std::vector<Entry> entries_;
+    std::string keys_;
+    std::vector<uint8_t> utf8_;
+    size_t mask_ = 0;
+    size_t distinct_ = 0;
+};
+
+}  // namespace streambpe
