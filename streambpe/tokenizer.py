@@ -29,8 +29,10 @@ from streambpe.formats import TokenizerFiles, load_tokenizer, save_tokenizer
 from streambpe.formats.gpt2 import read_gpt2
 from streambpe.formats.tiktoken_file import merges_from_ranks, read_tiktoken
 from streambpe.patterns import GPT2
-from streambpe.streaming import aio, batch, file_encoding
+from streambpe.sources.inputs import Inputs
+from streambpe.streaming import aio, batch, file_encoding, sharded
 from streambpe.streaming.file_encoding import DEFAULT_ENCODE_CHUNK_SIZE, EncodeStats
+from streambpe.streaming.sharded import DEFAULT_SHARD_BYTES, EncodeFilesStats
 
 
 class Tokenizer(Encoder):
@@ -272,6 +274,45 @@ class Tokenizer(Encoder):
             errors=errors,
             progress=progress,
             executor=executor,
+        )
+
+    def encode_files(
+        self,
+        inputs: Inputs,
+        out_dir: str | os.PathLike[str],
+        *,
+        executor: Executor | None = None,
+        workers: int | None = None,
+        shard_bytes: int = DEFAULT_SHARD_BYTES,
+        dtype: str | None = None,
+        chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
+        errors: DecodeErrors = "strict",
+        progress: bool | ProgressReporter = False,
+    ) -> EncodeFilesStats:
+        """Encode many inputs (paths, a glob, URLs) into ``.bin`` shards and an ``index.json``.
+
+        The shards, in index order, hold the bytes :meth:`encode_file` writes
+        for each input in turn; rerunning after a failure keeps the complete
+        shards. See :mod:`streambpe.streaming.sharded` for the layout.
+
+        >>> import pathlib, tempfile
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "a.txt").write_text("hello world")
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> tok.encode_files([folder / "a.txt"], folder / "ids", workers=1).tokens
+        11
+        """
+        return sharded.encode_files(
+            self,
+            inputs,
+            out_dir,
+            executor=executor,
+            workers=workers,
+            shard_bytes=shard_bytes,
+            dtype=dtype,
+            chunk_size=chunk_size,
+            errors=errors,
+            progress=progress,
         )
 
     def __repr__(self) -> str:

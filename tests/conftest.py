@@ -232,11 +232,17 @@ def cl100k_tokenizer(cl100k_ranks: dict[bytes, int]) -> Tokenizer:
 LEFTOVER_GRACE_SECONDS = 3.0
 
 
+def _is_resource_tracker(process: psutil.Process) -> bool:
+    # multiprocessing's one tracker per interpreter, started by spawned pools
+    # (Dask's LocalCluster): it ends when this process does, so it is no leak.
+    return "multiprocessing.resource_tracker" in " ".join(process.cmdline())
+
+
 def _live_children() -> list[psutil.Process]:
     alive = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE:
+            if child.status() != psutil.STATUS_ZOMBIE and not _is_resource_tracker(child):
                 alive.append(child)
         except psutil.NoSuchProcess:
             pass

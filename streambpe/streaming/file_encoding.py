@@ -105,13 +105,15 @@ def ids_to_bytes(ids: list[int], dtype: str) -> bytes:
 
 
 @dataclass(frozen=True)
-class _EncodeTask:
+class RangeTask:
+    """Encode one byte range of an input into ids packed as ``dtype``."""
+
     byte_range: ByteRange
     dtype: str
     errors: DecodeErrors
 
 
-def encode_range(encoder: Encoder, task: _EncodeTask) -> tuple[int, bytes]:
+def encode_range(encoder: Encoder, task: RangeTask) -> tuple[int, bytes]:
     """The number of ids of one byte range, and the ids packed as ``task.dtype``."""
     ids = encoder.encode(read_text(task.byte_range, task.errors))
     return len(ids), ids_to_bytes(ids, task.dtype)
@@ -145,7 +147,7 @@ def iter_encoded_chunks(
         special_tokens=list(encoder.special_tokens),
         space_cuts=encoder.pattern in SPACE_SPLITTABLE_PATTERNS,
     )
-    tasks = [_EncodeTask(byte_range, chosen, errors) for byte_range in ranges]
+    tasks = [RangeTask(byte_range, chosen, errors) for byte_range in ranges]
     reporter = as_reporter(progress)
     with (
         reporter.stage("encoding", total=path.stat().st_size, unit="B") as advance,
