@@ -42,6 +42,7 @@ from streaming_helpers import (
 
 import streambpe
 import streambpe.streaming.aio
+import streambpe.streaming.parallel
 from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
 from streambpe.streaming.aio import flatten
 from streambpe.tokenizer import Tokenizer
@@ -222,6 +223,27 @@ async def test_first_batch_arrives_before_source_is_exhausted(
         assert first
         assert not counter.exhausted
         assert counter.pulled < len(chunks) // 4
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["async", "sync-generator"])
+async def test_first_ids_come_after_at_most_one_batch_is_read(
+    gpt2_tok: Tokenizer, kind: str
+) -> None:
+    """The first ids are yielded before more than one batch (``BATCH_CHARS``) has been pulled.
+
+    Not a timing test: the source counts its pulls, and the count when the
+    first batch of ids arrives must not exceed the chunks one batch holds, so
+    a consumer never waits for a second read-ahead before seeing ids.
+    """
+    counter = PullCounter()
+    chunks = [CHUNK] * 2000
+    one_batch = -(-streambpe.streaming.aio.BATCH_CHARS // len(CHUNK))
+    assert one_batch < len(chunks) // 4
+    async with aclosing(open_stream(gpt2_tok, make_source(kind, chunks, counter))) as stream:
+        first = await anext(stream)
+        assert first == gpt2_tok.encode(CHUNK * one_batch)[: len(first)]
+        assert 0 < counter.pulled <= one_batch
 
 
 @pytest.mark.anyio
@@ -412,11 +434,15 @@ async def test_timeout_while_source_hangs(gpt2_tok: Tokenizer) -> None:
 
 
 @pytest.mark.anyio
-async def test_aencode_file_matches_encode_file(gpt2_tok: Tokenizer, tmp_path: Path) -> None:
-    """``aencode_file`` writes the very bytes ``encode_file`` writes, with the same stats."""
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+async def test_aencode_file_matches_encode_file(
+    gpt2_tok: Tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """``aencode_file`` on threads or processes writes the bytes one-thread ``encode_file`` writes."""
     source = tmp_path / "in.txt"
     source.write_bytes(make_text(300_000, seed=8).encode("utf-8"))
-    sync_stats = gpt2_tok.encode_file(source, tmp_path / "sync.bin", workers=2, chunk_size=50_000)
+    sync_stats = gpt2_tok.encode_file(source, tmp_path / "sync.bin", workers=1, chunk_size=50_000)
+    monkeypatch.setattr(streambpe.streaming.parallel, "parallel_mode", lambda encoder: mode)
     async_stats = await gpt2_tok.aencode_file(
         source, tmp_path / "async.bin", workers=2, chunk_size=50_000
     )

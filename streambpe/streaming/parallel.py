@@ -28,10 +28,9 @@ from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from streambpe import core
+from streambpe._support.executors import executor_workers
 from streambpe._support.pool import ordered_map, process_pool, resolve_workers
 from streambpe.encode.encoder import Encoder
-from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
 from streambpe.streaming import worker_encoder
 
 TaskT = TypeVar("TaskT")
@@ -48,17 +47,15 @@ def parallel_mode(encoder: Encoder) -> Mode:
     """``"threads"`` when ``encoder``'s work releases the GIL, else ``"processes"``.
 
     The compiled core scans and merges text of the built-in patterns on the
-    string's own buffer without the GIL; a custom pattern runs through
-    ``regex``, and the pure backend is Python throughout, both holding it.
+    string's own buffer without the GIL (``Encoder.releases_gil``); a custom
+    pattern runs through ``regex``, and the pure backend is Python
+    throughout, both holding it.
 
     >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, pattern=r"\\w+|\\W")
     >>> parallel_mode(encoder)
     'processes'
     """
-    releases_gil = (
-        core.active_backend().name == "native" and encoder.pattern in SPACE_SPLITTABLE_PATTERNS
-    )
-    return "threads" if releases_gil else "processes"
+    return "threads" if encoder.releases_gil else "processes"
 
 
 @contextmanager
@@ -78,12 +75,6 @@ def thread_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
         yield executor
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-
-
-def executor_workers(executor: Executor, fallback: int) -> int:
-    """How many tasks ``executor`` runs at once, if it says (the standard pools do), else ``fallback``."""
-    declared = getattr(executor, "_max_workers", None)
-    return declared if isinstance(declared, int) and declared > 0 else fallback
 
 
 def _run_installed(function: Callable[[Encoder, TaskT], ResultT], task: TaskT) -> ResultT:
@@ -126,7 +117,7 @@ def encode_map(
     with ExitStack() as cleanup:
         count = min(resolve_workers(workers), len(tasks))
         if executor is not None:
-            in_flight = IN_FLIGHT_PER_WORKER * executor_workers(executor, count)
+            in_flight = IN_FLIGHT_PER_WORKER * (executor_workers(executor) or max(1, count))
             if isinstance(executor, ThreadPoolExecutor):
                 run: Callable[[TaskT], ResultT] = partial(function, encoder)
             else:
