@@ -38,6 +38,8 @@ from streambpe.errors import FormatError, StreamBPEError
 from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
 from streambpe.tokenizer import Tokenizer
+from streambpe.train.count_cache import CACHE_KEYS
+from streambpe.train.count_tasks import INPUT_FORMATS
 from streambpe.train.trainer import train_bpe
 
 _READ_BLOCK = 1 << 20
@@ -84,8 +86,21 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"streambpe {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train a tokenizer on a text file")
-    train.add_argument("input", type=Path, help="UTF-8 training text")
+    train = commands.add_parser("train", help="train a tokenizer on text files")
+    train.add_argument(
+        "input",
+        nargs="+",
+        help="UTF-8 training text: files, globs or fsspec URLs; each file is its own stream",
+    )
+    train.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        default="auto",
+        help="auto (by suffix: .jsonl/.ndjson, .parquet, else text), text, jsonl or parquet",
+    )
+    train.add_argument(
+        "--text-field", default="text", help="jsonl field or parquet column holding the text"
+    )
     train.add_argument(
         "--vocab-size", type=int, required=True, help="ids wanted, bytes and specials included"
     )
@@ -101,6 +116,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--format", choices=FORMATS, default="gpt2", help="tokenizer file format")
     train.add_argument("--cache", action="store_true", help="reuse word counts across runs")
+    train.add_argument(
+        "--cache-key",
+        choices=CACHE_KEYS,
+        default="metadata",
+        help="name inputs by size and mtime (default, reads nothing) or by a hash of their bytes",
+    )
     train.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     _add_common(train)
 
@@ -166,7 +187,10 @@ def _run_train(args: argparse.Namespace) -> int:
         pattern=args.pattern,
         workers=args.workers,
         errors=args.errors,
+        input_format=args.input_format,
+        text_field=args.text_field,
         cache=args.cache,
+        cache_key=args.cache_key,
         progress=_reporter(args),
     )
     tokenizer = Tokenizer(vocab, merges, args.special_token, pattern=args.pattern)

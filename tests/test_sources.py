@@ -1,6 +1,6 @@
 """Inputs: paths, lists, globs and fsspec URLs resolve to files; byte ranges read the same anywhere.
 
-docs/design.md, "Inputs". Remote reads use fsspec's ``memory://`` filesystem, so
+docs/design.md, "Scale-out". Remote reads use fsspec's ``memory://`` filesystem, so
 no test touches the network.
 """
 

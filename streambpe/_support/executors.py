@@ -345,6 +345,11 @@ def map_reduce(
 # --------------------------------------------------------------------------- Ray
 
 
+def _invoke(function: Callable[..., ResultT], *args: Any, **kwargs: Any) -> ResultT:
+    """Run in a Ray worker: Ray has resolved any task refs among ``args`` to their values."""
+    return function(*args, **kwargs)
+
+
 class RayExecutor(Executor):
     """A ``concurrent.futures.Executor`` that runs each call as a Ray task.
 
@@ -374,7 +379,9 @@ class RayExecutor(Executor):
         # Typed loosely: Ray's own annotations are partial.
         self._ray: Any = ray
         self._options: dict[str, Any] = {"num_cpus": 1, "max_retries": 3, **remote_options}
-        self._remote: dict[Callable[..., Any], Any] = {}
+        # One remote function for every call: Ray exports it once, and the callable
+        # travels as an argument (ray.remote refuses partials and other callables).
+        self._invoke = ray.remote(**self._options)(_invoke)
         self._lock = threading.Lock()
         self._outstanding: set[Any] = set()
         self._shutdown = False
@@ -389,12 +396,7 @@ class RayExecutor(Executor):
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new tasks after shutdown")
-            remote = self._remote.get(function)
-            if remote is None:
-                # One remote function per callable: Ray exports each one once.
-                remote = self._ray.remote(**self._options)(function)
-                self._remote[function] = remote
-            ref = remote.remote(*args, **kwargs)
+            ref = self._invoke.remote(function, *args, **kwargs)
             self._outstanding.add(ref)
         return ref
 

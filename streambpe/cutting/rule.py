@@ -136,7 +136,9 @@ def next_safe_byte_cut(data: ByteBuffer, start: int, end: int) -> int | None:
     position = max(start, 1)
     while position < stop:
         space = data.find(b" ", position, stop)
-        newline = data.find(b"\n", position - 1, stop - 1)
+        # A newline past the space cannot give an earlier cut: stop looking there, so a
+        # search on a lazily read buffer reads only up to the first space.
+        newline = data.find(b"\n", position - 1, stop - 1 if space < 0 else min(stop - 1, space))
         candidates = [found for found in (space, newline + 1 if newline >= 0 else -1) if found >= 0]
         if not candidates:
             return None

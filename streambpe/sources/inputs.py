@@ -7,7 +7,7 @@ matches sorted by name). Local paths are made absolute here, before any task
 is shipped, so a worker running in another directory opens the same file.
 
 Nothing is read: sizes and fingerprints come from ``stat`` (or fsspec's
-``info``), which is all the planning needs (``docs/design.md``, "Inputs").
+``info``), which is all the planning needs (``docs/design.md``, "Scale-out").
 
 >>> import os, pathlib, tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())

@@ -28,7 +28,7 @@ from streambpe.sources.remote import filesystem, is_url
 #: The smallest remote read while searching: a cut is usually found within a few bytes,
 #: so reading much more per cut would be mostly waste. Longer searches read more per
 #: request (up to ``MAX_SEARCH_READ``), so a long scan does not become thousands of requests.
-SEARCH_BLOCK = 16 * 1024
+SEARCH_BLOCK = 4 * 1024
 MAX_SEARCH_READ = 1024 * 1024
 
 
