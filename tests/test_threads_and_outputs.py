@@ -162,8 +162,11 @@ def test_array_numpy_and_count_agree_with_encode(r50k_tokenizer: Tokenizer, text
 def test_outputs_match_tiktoken_on_a_long_text(
     cl100k_tokenizer: Tokenizer, cl100k_reference: tiktoken.Encoding
 ) -> None:
-    text = make_text(200_000, seed=3)
+    # Long enough for the compiled kernel to hand its ids over in several blocks.
+    text = make_text(600_000, seed=3)
     expected = cl100k_reference.encode(text, allowed_special="all")
+    assert len(expected) > 2 * 65536
+    assert cl100k_tokenizer.encode(text, allowed_special="all") == expected
     assert cl100k_tokenizer.encode_to_numpy(text, allowed_special="all").tolist() == expected
     assert cl100k_tokenizer.count_tokens(text, allowed_special="all") == len(expected)
     assert np.array_equal(

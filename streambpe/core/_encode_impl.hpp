@@ -445,27 +445,19 @@ private:
 
 // ------------------------------------------------------------ text encoder
 
-// Why encoding stopped early; ``position`` locates the problem in the text
-// (a code-unit offset), ``unit`` names the missing part for MISSING_PART.
+// How a call to TextEncoder::encode_text ended. ``outcome`` says why it
+// stopped early, if it did: ``position`` locates the problem in the text (a
+// code-unit offset), ``unit`` names the missing part for MISSING_PART.
+// ``stopped`` is where the scan stopped (the text's length once done);
+// ``counted`` is the number of ids a count-only call found.
 enum class EncodeOutcome : int { OK = 0, LONE_SURROGATE = 1, MISSING_PART = 2, PIECE_TOO_LONG = 3 };
 
 struct EncodeProblem {
     EncodeOutcome outcome = EncodeOutcome::OK;
     size_t position = 0;
     uint32_t unit = NONE32;
-};
-
-// Sinks for the output indexes of a text: kept in a vector, or only counted.
-struct OutputVector {
-    std::vector<uint32_t>* outputs = nullptr;
-    void add(const uint32_t* first, size_t count) {
-        outputs->insert(outputs->end(), first, first + count);
-    }
-};
-
-struct OutputCount {
-    size_t count = 0;
-    void add(const uint32_t*, size_t n) { count += n; }
+    size_t stopped = 0;
+    size_t counted = 0;
 };
 
 // Encodes pieces for one thread: a shared PieceMerger, its own cache.
@@ -512,35 +504,43 @@ public:
     }
 
     // Encodes ``length`` code units of ``unit_size`` bytes at ``data`` (a str
-    // buffer) with a built-in pattern, passing each piece's outputs to
-    // ``sink``. ``ascii`` says every unit is below 0x80, so the buffer is its
-    // own UTF-8. Stops at the first problem.
-    template <class Sink>
+    // buffer) with a built-in pattern, from offset ``from`` (where a piece
+    // starts), appending the outputs to ``out``. Stops after the piece that
+    // brings ``out`` to ``budget`` outputs, so callers can hand over the ids
+    // in blocks and resume at ``stopped``; ``count_only`` keeps no outputs and
+    // only counts them. ``ascii`` says every unit is below 0x80, so the buffer
+    // is its own UTF-8. Stops at the first problem.
     EncodeProblem encode_text(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
                               int unit_size, const void* data, size_t length, bool ascii,
-                              Sink& sink) {
+                              std::vector<uint32_t>& out, size_t from, size_t budget,
+                              bool count_only) {
         EncodeProblem problem;
-        pretokenize::scan_pieces_of_kind(
-            pattern, table, unit_size, data, length, [&](size_t start, size_t end) {
-                if (problem.outcome != EncodeOutcome::OK) return;
+        problem.stopped = pretokenize::scan_pieces_of_kind(
+            pattern, table, unit_size, data, length,
+            [&](size_t start, size_t end) {
                 const uint8_t* piece;
                 size_t n;
                 if (ascii) {
                     piece = static_cast<const uint8_t*>(data) + start;
                     n = end - start;
                 } else if (!to_utf8(unit_size, data, start, end, problem)) {
-                    return;
+                    return false;
                 } else {
                     piece = utf8_.data();
                     n = utf8_.size();
                 }
-                found_.clear();
-                if (!encode_piece(piece, n, found_, problem)) {
+                if (!encode_piece(piece, n, out, problem)) {
                     problem.position = start;
-                    return;
+                    return false;
                 }
-                sink.add(found_.data(), found_.size());
-            });
+                if (count_only) {
+                    problem.counted += out.size();
+                    out.clear();
+                    return true;
+                }
+                return out.size() < budget;
+            },
+            from);
         return problem;
     }
 
@@ -581,7 +581,6 @@ private:
     std::shared_ptr<const PieceMerger> merger_;
     PieceCache cache_;
     std::vector<uint32_t> units_;  // scratch for BPE
-    std::vector<uint32_t> found_;  // scratch: one piece's outputs
     std::vector<uint8_t> utf8_;    // scratch: one piece's UTF-8
 };
 

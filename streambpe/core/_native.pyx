@@ -28,8 +28,7 @@ str per piece.
 """
 
 from cpython.dict cimport PyDict_Next, PyDict_SetItem
-from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
-from cpython.ref cimport Py_INCREF
+from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint32_t, uint64_t
@@ -66,18 +65,6 @@ cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
-
-
-cdef list _id_list(list ids, const vector[uint32_t]& outputs):
-    """The Python ints ``ids[output]`` for each output number, as a new list."""
-    cdef list result = PyList_New(outputs.size())
-    cdef size_t index
-    cdef object token_id
-    for index in range(outputs.size()):
-        token_id = <object>PyList_GET_ITEM(ids, outputs[index])
-        Py_INCREF(token_id)
-        PyList_SET_ITEM(result, index, token_id)
-    return result
 
 
 def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
@@ -445,12 +432,8 @@ cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
         EncodeOutcome outcome
         size_t position
         uint32_t unit
-
-    cdef cppclass OutputVector:
-        vector[uint32_t]* outputs
-
-    cdef cppclass OutputCount:
-        size_t count
+        size_t stopped
+        size_t counted
 
     cdef cppclass TextEncoder:
         TextEncoder(shared_ptr[const PieceMerger] merger, size_t cache_size) except +
@@ -458,9 +441,27 @@ cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
         PieceCache& cache()
         cbool encode_piece(const uint8_t* piece, size_t n, vector[uint32_t]& out,
                            EncodeProblem& problem)
-        EncodeProblem encode_text[Sink](Pattern pattern, const ClassTable& table, int unit_size,
-                                        const void* data, size_t length, cbool ascii,
-                                        Sink& sink) except +
+        EncodeProblem encode_text(Pattern pattern, const ClassTable& table, int unit_size,
+                                  const void* data, size_t length, cbool ascii,
+                                  vector[uint32_t]& out, size_t start, size_t budget,
+                                  cbool count_only) except +
+
+
+# What BytePairEncoder._run does with the ids: append them to a list or an
+# array('I'), or only count them.
+cdef enum:
+    _LIST, _ARRAY, _COUNT
+
+# Ids produced per stretch without the GIL (then handed over with it).
+cdef size_t _BLOCK = 1 << 16
+
+
+cdef int _extend_ids(list out, list ids, const vector[uint32_t]& outputs) except -1:
+    """Append the Python ints ``ids[output]`` for each output number to ``out``."""
+    cdef size_t index
+    for index in range(outputs.size()):
+        PyList_Append(out, <object>PyList_GET_ITEM(ids, outputs[index]))
+    return 0
 
 
 cdef class _Vocabulary:
@@ -577,11 +578,16 @@ cdef class BytePairEncoder:
                 i += 1
         finally:
             self.busy = False
-            out.extend(_id_list(self.vocabulary.ids, outputs))
+            _extend_ids(out, self.vocabulary.ids, outputs)
         self._raise_for(problem, None)
 
-    cdef int _run(self, str text, str pattern, vector[uint32_t]* outputs, size_t* count) except -1:
-        """Encode built-in-pattern ``text`` into ``outputs`` (or only count into ``count``)."""
+    cdef size_t _run(self, str text, str pattern, object out, int mode) except? 0:
+        """Encode built-in-pattern ``text``: append ids to ``out`` or, for COUNT, count them.
+
+        The ids are produced in blocks of :data:`_BLOCK` without the GIL, and
+        each block is handed to ``out`` with it, so memory beyond ``out``
+        stays small however long the text is.
+        """
         cdef Pattern scanned = _PATTERNS[pattern]
         PyUnicode_READY(text)
         cdef const ClassTable* table = _shared_table()
@@ -591,26 +597,30 @@ cdef class BytePairEncoder:
         cdef cbool ascii = PyUnicode_IS_ASCII(text)
         cdef TextEncoder* state = self.state.get()
         cdef EncodeProblem problem
-        cdef OutputCount counter
-        cdef OutputVector sink
-        sink.outputs = outputs
+        cdef vector[uint32_t] outputs
+        cdef size_t start = 0
+        cdef size_t counted = 0
         self._enter()
         try:
-            with nogil:
-                if outputs != NULL:
-                    problem = state.encode_text[OutputVector](
-                        scanned, table[0], kind, data, length, ascii, sink
+            while True:
+                with nogil:
+                    problem = state.encode_text(
+                        scanned, table[0], kind, data, length, ascii, outputs, start, _BLOCK,
+                        mode == _COUNT,
                     )
-                else:
-                    problem = state.encode_text[OutputCount](
-                        scanned, table[0], kind, data, length, ascii, counter
-                    )
+                if mode == _LIST:
+                    _extend_ids(out, self.vocabulary.ids, outputs)
+                elif mode == _ARRAY:
+                    out.frombytes(_id_bytes(self.vocabulary, outputs))
+                outputs.clear()
+                counted += problem.counted
+                if problem.outcome != EncodeOutcome.OK or problem.stopped >= length:
+                    break
+                start = problem.stopped
         finally:
             self.busy = False
-        if count != NULL:
-            count[0] = counter.count
         self._raise_for(problem, text)
-        return 0
+        return counted
 
     cdef int _raise_for(self, EncodeProblem problem, str text) except -1:
         if problem.outcome == EncodeOutcome.OK:
@@ -632,41 +642,30 @@ cdef class BytePairEncoder:
         ``pretokenizer.pieces`` cuts it. Errors are those of
         :meth:`encode_pieces`, and ``out`` keeps the ids before the error.
         """
-        if pattern not in _PATTERNS:
+        if pattern in _PATTERNS:
+            self._run(text, pattern, out, _LIST)
+        else:
             self.encode_pieces(pretokenizer.pieces(text), out)
-            return
-        cdef vector[uint32_t] outputs
-        # ~2.5 ids per 10 characters of prose; growing past it is amortized.
-        outputs.reserve(PyUnicode_GET_LENGTH(text) // 4 + 16)
-        try:
-            self._run(text, pattern, &outputs, NULL)
-        finally:
-            out.extend(_id_list(self.vocabulary.ids, outputs))
 
     def encode_text_array(self, str text not None, str pattern not None, pretokenizer, out not None):
         """Append the ids of ordinary ``text`` to ``out``, an ``array.array('I')``.
 
         No Python int is made per id: this is what ``encode_to_numpy`` builds on.
         """
-        cdef vector[uint32_t] outputs
-        if pattern not in _PATTERNS:
-            ids = []
-            self.encode_pieces(pretokenizer.pieces(text), ids)
-            out.extend(ids)
+        if pattern in _PATTERNS:
+            self._run(text, pattern, out, _ARRAY)
             return
-        outputs.reserve(PyUnicode_GET_LENGTH(text) // 4 + 16)
-        self._run(text, pattern, &outputs, NULL)
-        out.frombytes(_id_bytes(self.vocabulary, outputs))
+        ids = []
+        self.encode_pieces(pretokenizer.pieces(text), ids)
+        out.extend(ids)
 
     def count_text(self, str text not None, str pattern not None, pretokenizer):
         """How many ids ordinary ``text`` encodes to, without building them."""
-        cdef size_t count = 0
-        if pattern not in _PATTERNS:
-            ids = []
-            self.encode_pieces(pretokenizer.pieces(text), ids)
-            return len(ids)
-        self._run(text, pattern, NULL, &count)
-        return count
+        if pattern in _PATTERNS:
+            return self._run(text, pattern, None, _COUNT)
+        ids = []
+        self.encode_pieces(pretokenizer.pieces(text), ids)
+        return len(ids)
 
     def encode_bytes(self, bytes piece not None):
         """The ids of one piece given as bytes, bypassing the cache."""
@@ -676,7 +675,9 @@ cdef class BytePairEncoder:
         uncached.reset(new TextEncoder(self.vocabulary.merger, 0))
         uncached.get().encode_piece(<const uint8_t*><char*>piece, len(piece), outputs, problem)
         self._raise_for(problem, None)
-        return _id_list(self.vocabulary.ids, outputs)
+        ids = []
+        _extend_ids(ids, self.vocabulary.ids, outputs)
+        return ids
 
     def cache_info(self):
         """``(hits, misses, maxsize, currsize)``; hits are lookups that ran no BPE."""

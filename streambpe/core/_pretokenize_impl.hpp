@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace streambpe {
@@ -309,54 +310,70 @@ class Scanner {
     size_t n_;
 };
 
+// Calls `emit` for one piece; an `emit` that returns bool may stop the scan.
+template <class Emit>
+inline bool emit_piece(Emit& emit, size_t start, size_t end) {
+    if constexpr (std::is_void_v<decltype(emit(start, end))>) {
+        emit(start, end);
+        return true;
+    } else {
+        return emit(start, end);
+    }
+}
+
 // Calls `emit(start, end)` (code-unit offsets) for each piece of
-// `text[0:length]` under `pattern`, in order.
+// `text[from:length]` under `pattern`, in order, until `emit` returns false;
+// returns where the scan stopped (`length`, or the end of that piece).
+// `from` must be where a piece starts (0, or a value this returned before):
+// none of the patterns looks behind a match, so a scan resumed there finds
+// the same pieces as one from the start.
 template <class Unit, class Emit>
-void scan_pieces(Pattern pattern, const ClassTable& table, const Unit* text, size_t length,
-                 Emit&& emit) {
+size_t scan_pieces(Pattern pattern, const ClassTable& table, const Unit* text, size_t length,
+                   Emit&& emit, size_t from = 0) {
     Scanner<Unit> scanner(table, text, length);
-    size_t start = 0;
+    size_t start = from;
     // One loop per pattern so the branch on the pattern is outside the loop.
     switch (pattern) {
         case Pattern::GPT2:
             while (start < length) {
                 size_t end = scanner.gpt2_piece(start);
-                emit(start, end);
+                if (!emit_piece(emit, start, end)) return end;
                 start = end;
             }
             break;
         case Pattern::CL100K:
             while (start < length) {
                 size_t end = scanner.cl100k_piece(start);
-                emit(start, end);
+                if (!emit_piece(emit, start, end)) return end;
                 start = end;
             }
             break;
         case Pattern::O200K:
             while (start < length) {
                 size_t end = scanner.o200k_piece(start);
-                emit(start, end);
+                if (!emit_piece(emit, start, end)) return end;
                 start = end;
             }
             break;
     }
+    return length;
 }
 
 // Entry points for callers that cannot pass a C++ callable (Cython): the text
 // is `length` code units of `unit_size` bytes (1, 2 or 4) at `data`.
 template <class Emit>
-void scan_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_size,
-                         const void* data, size_t length, Emit&& emit) {
+size_t scan_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_size,
+                           const void* data, size_t length, Emit&& emit, size_t from = 0) {
     switch (unit_size) {
         case 1:
-            scan_pieces(pattern, table, static_cast<const uint8_t*>(data), length, emit);
-            break;
+            return scan_pieces(pattern, table, static_cast<const uint8_t*>(data), length, emit,
+                               from);
         case 2:
-            scan_pieces(pattern, table, static_cast<const uint16_t*>(data), length, emit);
-            break;
+            return scan_pieces(pattern, table, static_cast<const uint16_t*>(data), length, emit,
+                               from);
         case 4:
-            scan_pieces(pattern, table, static_cast<const uint32_t*>(data), length, emit);
-            break;
+            return scan_pieces(pattern, table, static_cast<const uint32_t*>(data), length, emit,
+                               from);
         default:
             throw std::invalid_argument("unit size must be 1, 2 or 4");
     }
