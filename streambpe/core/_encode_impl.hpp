@@ -66,6 +66,9 @@ public:
         }
     }
 
+    // Starts loading the slot where a lookup of ``hash`` begins.
+    void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
+
     // The info of ``key`` (``hash == hash_bytes(key, n)``), or nullptr.
     const TokenInfo* find(const uint8_t* key, size_t n, uint64_t hash) const {
         const uint64_t head = head_of(key, n);
@@ -200,6 +203,7 @@ public:
     const TokenInfo* lookup(const uint8_t* token, size_t n, uint64_t hash) const {
         return tokens_.find(token, n, hash);
     }
+    void prefetch(uint64_t hash) const { tokens_.prefetch(hash); }
     const TokenInfo* lookup(const uint8_t* token, size_t n) const {
         return tokens_.find(token, n, hash_bytes(token, n));
     }
@@ -397,6 +401,14 @@ public:
         return false;
     }
 
+    // Starts loading the set a lookup of ``hash`` reads.
+    void prefetch(uint64_t hash) const {
+        if (sets_ == 0) return;
+        const Line* set = lines_ + (hash & (sets_ - 1)) * ways_;
+        __builtin_prefetch(set);
+        __builtin_prefetch(set + 1);
+    }
+
     // Stores the outputs of a piece that ``get`` just missed.
     void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
         if (sets_ == 0 || n > MAX_PIECE || count == 0 || count > MAX_OUTPUTS) return;
@@ -473,7 +485,12 @@ public:
     // problem, returns false with ``problem`` set (``out`` is then partial).
     bool encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out,
                       EncodeProblem& problem) {
-        const uint64_t hash = hash_bytes(piece, n);
+        return encode_hashed(piece, n, hash_bytes(piece, n), out, problem);
+    }
+
+    // The same, with ``hash == hash_bytes(piece, n)`` already known.
+    bool encode_hashed(const uint8_t* piece, size_t n, uint64_t hash, std::vector<uint32_t>& out,
+                       EncodeProblem& problem) {
         // Most pieces of real text are tokens themselves: answer those from
         // the vocabulary, and keep the cache for the pieces that need BPE.
         const TokenInfo* whole = merger_->lookup(piece, n, hash);
@@ -515,41 +532,56 @@ public:
                               std::vector<uint32_t>& out, size_t from, size_t budget,
                               bool count_only) {
         EncodeProblem problem;
-        problem.stopped = pretokenize::scan_pieces_of_kind(
-            pattern, table, unit_size, data, length,
-            [&](size_t start, size_t end) {
-                const uint8_t* piece;
-                size_t n;
-                if (ascii) {
-                    piece = static_cast<const uint8_t*>(data) + start;
-                    n = end - start;
-                } else if (!to_utf8(unit_size, data, start, end, problem)) {
-                    return false;
-                } else {
-                    piece = utf8_.data();
-                    n = utf8_.size();
-                }
-                if (!encode_piece(piece, n, out, problem)) {
-                    problem.position = start;
+        batch_.clear();
+        utf8_.clear();
+        // Pieces wait in a small batch: their vocabulary slots and cache sets
+        // are prefetched as they arrive, so the lookups of one batch overlap
+        // their memory latency instead of paying it one piece at a time.
+        auto flush = [&]() {
+            for (const Pending& pending : batch_) {
+                const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
+                                             : utf8_.data() + pending.first;
+                if (!encode_hashed(piece, pending.size, pending.hash, out, problem)) {
+                    problem.position = pending.start;
                     return false;
                 }
                 if (count_only) {
                     problem.counted += out.size();
                     out.clear();
-                    return true;
                 }
-                return out.size() < budget;
+            }
+            batch_.clear();
+            utf8_.clear();
+            return true;
+        };
+        problem.stopped = pretokenize::scan_pieces_of_kind(
+            pattern, table, unit_size, data, length,
+            [&](size_t start, size_t end) {
+                Pending pending{start, start, end - start, 0};
+                if (!ascii) {
+                    pending.first = utf8_.size();
+                    if (!append_utf8(unit_size, data, start, end, problem)) return false;
+                    pending.size = utf8_.size() - pending.first;
+                }
+                const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
+                                             : utf8_.data() + pending.first;
+                pending.hash = hash_bytes(piece, pending.size);
+                merger_->prefetch(pending.hash);
+                cache_.prefetch(pending.hash);
+                batch_.push_back(pending);
+                if (batch_.size() < BATCH) return true;
+                return flush() && out.size() < budget;
             },
             from);
+        if (problem.outcome == EncodeOutcome::OK) flush();
         return problem;
     }
 
 private:
-    // Sets utf8_ to the UTF-8 of code units [start, end); a lone surrogate
-    // (which has no UTF-8) stops it with LONE_SURROGATE at its offset.
-    bool to_utf8(int unit_size, const void* data, size_t start, size_t end,
-                 EncodeProblem& problem) {
-        utf8_.clear();
+    // Appends the UTF-8 of code units [start, end) to utf8_; a lone
+    // surrogate (which has no UTF-8) stops it with LONE_SURROGATE at its offset.
+    bool append_utf8(int unit_size, const void* data, size_t start, size_t end,
+                     EncodeProblem& problem) {
         for (size_t i = start; i < end; ++i) {
             const uint32_t cp = unit_size == 1   ? static_cast<const uint8_t*>(data)[i]
                                 : unit_size == 2 ? static_cast<const uint16_t*>(data)[i]
@@ -580,8 +612,20 @@ private:
 
     std::shared_ptr<const PieceMerger> merger_;
     PieceCache cache_;
-    std::vector<uint32_t> units_;  // scratch for BPE
-    std::vector<uint8_t> utf8_;    // scratch: one piece's UTF-8
+    // A piece of the text waiting in the batch: its code units start at
+    // ``start``; its UTF-8 is ``size`` bytes at ``first`` in the text (ASCII)
+    // or in utf8_.
+    struct Pending {
+        size_t start;
+        size_t first;
+        size_t size;
+        uint64_t hash;
+    };
+    static constexpr size_t BATCH = 16;
+
+    std::vector<uint32_t> units_;   // scratch for BPE
+    std::vector<Pending> batch_;    // pieces scanned, not yet encoded
+    std::vector<uint8_t> utf8_;     // the UTF-8 of the batch's pieces (non-ASCII text)
 };
 
 }  // namespace streambpe

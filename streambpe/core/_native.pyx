@@ -640,7 +640,8 @@ cdef class BytePairEncoder:
         buffer and without the GIL, and each piece goes to the cache and BPE as
         UTF-8 bytes without becoming a str; for any other pattern
         ``pretokenizer.pieces`` cuts it. Errors are those of
-        :meth:`encode_pieces`, and ``out`` keeps the ids before the error.
+        :meth:`encode_pieces`; ``out`` may then hold part of the ids before
+        the error (a caller that retries must clear it first).
         """
         if pattern in _PATTERNS:
             self._run(text, pattern, out, _LIST)
