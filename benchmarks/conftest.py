@@ -63,6 +63,11 @@ _SIZE_OPTIONS = {
         "corpus of the vocab-16,000 training goal and the merge-loop group, in MiB",
     ),
     "--bench-long-mb": ("STREAMBPE_BENCH_LONG_MB", 1.0, "size of each long-piece input in MiB"),
+    "--bench-scale-mb": (
+        "STREAMBPE_BENCH_SCALE_MB",
+        100.0,
+        "corpus of the scale-out group (Dask LocalCluster vs the default pool), in MiB",
+    ),
 }
 
 

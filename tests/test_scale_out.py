@@ -123,8 +123,16 @@ def test_jsonl_records_are_documents(
     """Guards jsonl inputs: each record's text field is a document, for any task count."""
     first = _write_jsonl(tmp_path / "a.jsonl", documents[:50])
     second = _write_jsonl(tmp_path / "b.jsonl", documents[50:])
-    for workers, tasks in [(1, None), (2, 3), (2, 17)]:
-        assert train_bpe([first, second], VOCAB, [EOT], workers=workers, tasks=tasks) == reference
+    for workers, tasks, chunk_size in [
+        (1, None, 1 << 20),
+        (1, None, 100),
+        (2, 3, 1 << 20),
+        (2, 17, 333),
+    ]:
+        got = train_bpe(
+            [first, second], VOCAB, [EOT], workers=workers, tasks=tasks, chunk_size=chunk_size
+        )
+        assert got == reference, (workers, tasks, chunk_size)
 
 
 def test_parquet_rows_are_documents(
@@ -324,6 +332,87 @@ def test_relative_paths_work_on_workers_in_another_directory(
         assert train_bpe(["data/corpus.txt"], VOCAB, [EOT], executor=pool, tasks=4) == expected
 
 
+class InFlightExecutor(LoggingExecutor):
+    """Records the most futures it had out (submitted, not finished) at any time."""
+
+    def __init__(self, worker_count: int) -> None:
+        super().__init__(worker_count=worker_count)
+        self.most_out = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future = super().submit(fn, *args, **kwargs)
+        self.most_out = max(self.most_out, sum(not f.done() for f in self.futures))
+        return future
+
+
+def test_iterator_is_consumed_with_a_bounded_number_of_batches_out(
+    documents: list[str], reference: Result
+) -> None:
+    """Guards bounded memory: batches are counted as the iterator is read, a few at a time."""
+    pulled = 0
+
+    def texts() -> Iterator[str]:
+        nonlocal pulled
+        for document in documents:
+            pulled += 1
+            yield document
+
+    executor = InFlightExecutor(worker_count=2)
+    with executor:
+        got = train_bpe_from_iterator(texts(), VOCAB, [EOT], executor=executor, batch_size=2000)
+    assert got == reference
+    assert len(executor.futures) > 20  # many batches...
+    assert executor.most_out <= 4  # ...but never more than twice the workers out at once
+    assert pulled == len(documents)
+
+
+def test_cli_trains_on_several_inputs_and_jsonl(
+    documents: list[str], reference: Result, tmp_path: Path
+) -> None:
+    """Guards ``streambpe train A B 'glob'``: the CLI passes every input and the jsonl options on."""
+    from streambpe.cli import main
+
+    paths = _write_shards(tmp_path / "shards", documents, shards=4)
+    out = tmp_path / "tok"
+    argv = ["train", str(paths[0]), str(tmp_path / "shards" / "shard-0[123].txt")]
+    assert (
+        main(
+            [
+                *argv,
+                "--vocab-size",
+                str(VOCAB),
+                "--special-token",
+                EOT,
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert streambpe.Tokenizer.load(out).merges == reference[1]
+    records = tmp_path / "records.data"
+    records.write_text("".join(json.dumps({"body": d}) + "\n" for d in documents))
+    argv = ["train", str(records), "--input-format", "jsonl", "--text-field", "body"]
+    out = tmp_path / "tok-jsonl"
+    assert (
+        main(
+            [
+                *argv,
+                "--vocab-size",
+                str(VOCAB),
+                "--special-token",
+                EOT,
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert streambpe.Tokenizer.load(out).merges == reference[1]
+
+
 # --------------------------------------------------------------------------- remote inputs and the planner
 
 
@@ -399,6 +488,35 @@ def test_remote_inputs_train_like_local_files(
     for workers in (1, 2):
         got = train_bpe("countingmemory:///planner/shard-*.txt", VOCAB, [EOT], workers=workers)
         assert got == reference
+
+
+# --------------------------------------------------------------------------- the count cache
+
+
+def test_cache_keys_on_metadata_or_on_content(tmp_path: Path) -> None:
+    """Guards the cache keys and their documented trade-off (docs/design.md, "Scale-out")."""
+    cache = tmp_path / "cache"
+    path = tmp_path / "corpus.txt"
+    path.write_text("aaa bbb aaa bbb ccc")
+    first = train_bpe(path, 260, [], workers=1, cache=cache)
+    stamp = path.stat().st_mtime_ns
+    # Same size, same mtime, other bytes: the metadata key cannot tell (the stale hit
+    # the README warns about); the content key can.
+    path.write_text("xxx yyy xxx yyy zzz")
+    os.utime(path, ns=(stamp, stamp))
+    assert train_bpe(path, 260, [], workers=1, cache=cache) == first
+    fresh = train_bpe(path, 260, [], workers=1)
+    assert fresh != first
+    assert train_bpe(path, 260, [], workers=1, cache=cache, cache_key="content") == fresh
+    # A new mtime is enough for the metadata key to count again.
+    os.utime(path, ns=(stamp + 10**9, stamp + 10**9))
+    assert train_bpe(path, 260, [], workers=1, cache=cache) == fresh
+    # The content key survives a copy elsewhere.
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes(path.read_bytes())
+    entries = len(list(cache.iterdir()))
+    assert train_bpe(copy, 260, [], workers=1, cache=cache, cache_key="content") == fresh
+    assert len(list(cache.iterdir())) == entries
 
 
 # --------------------------------------------------------------------------- errors

@@ -1,4 +1,5 @@
-"""Plumbing shared by every stage: process pools, atomic writes, progress, input checks, UTF-8.
+"""Plumbing shared by every stage: pools and the executor seam, atomic writes, progress, input checks, UTF-8.
 
-Private: nothing here is part of the public API.
+Private, except :class:`~streambpe._support.executors.RayExecutor`, which the
+package exports.
 """

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from streambpe._support.utf8 import DecodeErrors, decode_utf8
@@ -31,6 +32,8 @@ from streambpe.sources.remote import filesystem, is_url
 
 #: Bytes read at a time when counting lines for an error message.
 _LINE_COUNT_BLOCK = 8 * 1024 * 1024
+#: Bytes of jsonl lines decoded at a time (more for a longer line).
+JSONL_BLOCK = 4 * 1024 * 1024
 
 
 def line_start_at_or_after(source: InputFile, offset: int) -> int:
@@ -72,18 +75,32 @@ def _record_text(record: Any, text_field: str) -> str:
 
 
 def jsonl_documents(
-    source: InputFile, start: int, end: int, text_field: str, errors: DecodeErrors = "strict"
+    source: InputFile,
+    start: int,
+    end: int,
+    text_field: str,
+    errors: DecodeErrors = "strict",
+    block_size: int = JSONL_BLOCK,
 ) -> Iterator[str]:
     """The text field of every jsonl record whose line starts in ``[start, end)``, once both move to a line start.
 
-    Blank lines are skipped. A line that is not a JSON object with a string
-    ``text_field`` raises :class:`~streambpe.errors.FormatError` naming the
-    file and the line.
+    Lines are read about ``block_size`` bytes at a time (a longer line whole),
+    so a span of gigabytes never sits in memory at once. Blank lines are
+    skipped. A line that is not a JSON object with a string ``text_field``
+    raises :class:`~streambpe.errors.FormatError` naming the file and the line.
     """
-    first = line_start_at_or_after(source, start)
+    block_start = line_start_at_or_after(source, start)
     stop = line_start_at_or_after(source, end)
-    if first >= stop:
-        return
+    while block_start < stop:
+        block_end = min(stop, line_start_at_or_after(source, block_start + block_size))
+        yield from _jsonl_block(source, block_start, block_end, text_field, errors)
+        block_start = block_end
+
+
+def _jsonl_block(
+    source: InputFile, first: int, stop: int, text_field: str, errors: DecodeErrors
+) -> Iterator[str]:
+    """The records of the whole lines in ``[first, stop)``."""
     data = read_range(source, first, stop)
     position = 0
     while position < len(data):
@@ -100,49 +117,55 @@ def jsonl_documents(
         position = line_end + 1
 
 
-def _parquet_file(source: InputFile) -> Any:
+@contextmanager
+def _open_parquet(source: InputFile) -> Iterator[Any]:
+    """The parquet file at ``source``, closed (with its remote handle) when the block ends."""
     try:
         import pyarrow.parquet
     except ImportError:
         raise MissingDependencyError(
             f"reading the parquet file {source.location!r}", "pyarrow", "parquet"
         ) from None
-    if is_url(source.location):
-        fs, path = filesystem(source.location)
-        return pyarrow.parquet.ParquetFile(fs.open(path, "rb"))
-    return pyarrow.parquet.ParquetFile(source.location)
+    with ExitStack() as stack:
+        if is_url(source.location):
+            fs, path = filesystem(source.location)
+            handle: Any = stack.enter_context(fs.open(path, "rb"))
+        else:
+            handle = source.location
+        yield stack.enter_context(pyarrow.parquet.ParquetFile(handle))
 
 
 def parquet_row_groups(source: InputFile, text_field: str) -> int:
     """How many row groups the parquet file has (reads its footer only); checks the text column."""
-    parquet = _parquet_file(source)
-    names = parquet.schema_arrow.names
-    if text_field not in names:
-        raise FormatError(
-            source.location,
-            None,
-            f"no column {text_field!r} (columns: {', '.join(map(repr, names[:10]))}); "
-            "pass text_field= (CLI: --text-field) to name the column holding the text",
-        )
-    return int(parquet.metadata.num_row_groups)
+    with _open_parquet(source) as parquet:
+        names = parquet.schema_arrow.names
+        if text_field not in names:
+            raise FormatError(
+                source.location,
+                None,
+                f"no column {text_field!r} (columns: {', '.join(map(repr, names[:10]))}); "
+                "pass text_field= (CLI: --text-field) to name the column holding the text",
+            )
+        return int(parquet.metadata.num_row_groups)
 
 
 def parquet_documents(
     source: InputFile, row_groups: tuple[int, ...], text_field: str
 ) -> Iterator[str]:
     """The text column of the given row groups, one document per row, one row group in memory."""
-    parquet = _parquet_file(source)
-    row_number = 0
-    for group in range(max(row_groups, default=-1) + 1):
-        rows = parquet.metadata.row_group(group).num_rows
-        if group in row_groups:
-            column = parquet.read_row_group(group, columns=[text_field]).column(0)
-            for index, text in enumerate(column.to_pylist()):
-                if not isinstance(text, str):
-                    raise FormatError(
-                        source.location,
-                        None,
-                        f"row {row_number + index}: column {text_field!r} is not a string: {text!r:.60}",
-                    )
-                yield text
-        row_number += rows
+    with _open_parquet(source) as parquet:
+        row_number = 0
+        for group in range(max(row_groups, default=-1) + 1):
+            rows = parquet.metadata.row_group(group).num_rows
+            if group in row_groups:
+                column = parquet.read_row_group(group, columns=[text_field]).column(0)
+                for index, text in enumerate(column.to_pylist()):
+                    if not isinstance(text, str):
+                        raise FormatError(
+                            source.location,
+                            None,
+                            f"row {row_number + index}: column {text_field!r} is not a string: "
+                            f"{text!r:.60}",
+                        )
+                    yield text
+            row_number += rows

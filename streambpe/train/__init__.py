@@ -1,6 +1,8 @@
 """Training: count the words of a corpus, then learn merges from the counts.
 
+:mod:`~streambpe.train.count_tasks` plans counting tasks from input sizes,
 :mod:`~streambpe.train.counting` is the map step (any executor can run it),
 :mod:`~streambpe.train.count_cache` keeps counts across runs, and
-:mod:`~streambpe.train.trainer` holds ``train_bpe`` and ``atrain_bpe``.
+:mod:`~streambpe.train.trainer` holds ``train_bpe``, ``train_bpe_from_iterator``
+and ``atrain_bpe``.
 """

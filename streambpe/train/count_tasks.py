@@ -106,7 +106,9 @@ class JsonlSpan:
         return self.end - self.start
 
     def texts(self, settings: CountSettings) -> Iterator[str]:
-        return jsonl_documents(self.source, self.start, self.end, self.text_field, settings.errors)
+        return jsonl_documents(
+            self.source, self.start, self.end, self.text_field, settings.errors, settings.chunk_size
+        )
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import marshal
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Executor
+from contextlib import ExitStack
 from functools import cache
 from typing import TypeGuard
 
@@ -171,37 +172,23 @@ def count_words(
             progress_callback(sizes[index])
 
     in_flight = max_in_flight or 2 * ((executor_workers(executor) if executor else None) or workers)
-    # Looked up at call time, so a test can stand in for either.
-    count, merge_into = run_count_task, add_word_counts
-    if executor is not None:
-        total = map_reduce(
+    with ExitStack() as stack:
+        if executor is None:
+            pool_size = min(workers, len(tasks)) if isinstance(tasks, Sized) else workers
+            executor = stack.enter_context(process_pool(max(1, pool_size)))
+        return map_reduce(
             executor,
-            count,
+            # Looked up at call time, so a test can stand in for either.
+            run_count_task,
             remember_sizes(),
             empty=dict,
             merge=merged_word_counts,
-            merge_into=merge_into,
+            merge_into=add_word_counts,
             max_in_flight=in_flight,
             on_task_done=task_done,
             pack=pack_word_counts,
             unpack=unpack_word_counts,
         )
-    else:
-        pool_size = min(workers, len(tasks)) if isinstance(tasks, Sized) else workers
-        with process_pool(max(1, pool_size)) as pool:
-            total = map_reduce(
-                pool,
-                count,
-                remember_sizes(),
-                empty=dict,
-                merge=merged_word_counts,
-                merge_into=merge_into,
-                max_in_flight=in_flight,
-                on_task_done=task_done,
-                pack=pack_word_counts,
-                unpack=unpack_word_counts,
-            )
-    return total
 
 
 def count_words_in_inputs(
