@@ -1,4 +1,4 @@
-"""The ``streambpe`` command line: ``train``, ``encode``, ``decode``, ``info``.
+"""The ``streambpe`` command line: ``train``, ``encode``, ``encode-files``, ``decode``, ``info``.
 
 Progress and messages go to stderr; data goes to stdout or files. streambpe's
 own errors and ``OSError`` print one line (``streambpe: error: ...``) and exit
@@ -37,12 +37,14 @@ from streambpe._support.utf8 import decode_utf8_stream
 from streambpe.errors import FormatError, StreamBPEError
 from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
+from streambpe.streaming.sharded import DEFAULT_SHARD_BYTES
 from streambpe.tokenizer import Tokenizer
 from streambpe.train.count_cache import CACHE_KEYS
 from streambpe.train.count_tasks import INPUT_FORMATS
 from streambpe.train.trainer import train_bpe
 
 _READ_BLOCK = 1 << 20
+MIB = 1 << 20
 
 ItemT = TypeVar("ItemT")
 
@@ -60,6 +62,14 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """An argparse type: a number above 0 (a usage error otherwise)."""
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
 
 
@@ -147,6 +157,38 @@ def _build_parser() -> argparse.ArgumentParser:
         "without -o the ids go to stdout, so the summary is the last line of stderr",
     )
     _add_common(encode)
+
+    shards = commands.add_parser(
+        "encode-files",
+        help="encode many files into .bin shards and an index.json (resumable)",
+    )
+    shards.add_argument(
+        "input", nargs="+", help="text files, globs or fsspec URLs; each file is its own stream"
+    )
+    shards.add_argument("--tokenizer", type=Path, required=True, help="tokenizer directory")
+    shards.add_argument(
+        "--out-dir",
+        type=Path,
+        required=True,
+        help="folder for the shards and index.json (created if its parent exists); "
+        "rerun the same command to finish an interrupted run",
+    )
+    shards.add_argument(
+        "--shard-mb",
+        type=_positive_float,
+        default=DEFAULT_SHARD_BYTES / MIB,
+        help=f"input MiB per shard (default {DEFAULT_SHARD_BYTES / MIB:g})",
+    )
+    shards.add_argument(
+        "--workers", type=_positive_int, default=None, help="threads or processes (default: cores)"
+    )
+    shards.add_argument(
+        "--dtype", choices=sorted(DTYPES), help="output id type (default: smallest)"
+    )
+    shards.add_argument(
+        "--json", action="store_true", help="print a JSON summary (tokens, shards...) on stdout"
+    )
+    _add_common(shards)
 
     decode = commands.add_parser("decode", help="decode token ids back into text")
     decode.add_argument(
@@ -329,6 +371,36 @@ def _run_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_encode_files(args: argparse.Namespace) -> int:
+    tokenizer = Tokenizer.load(args.tokenizer)
+    stats = tokenizer.encode_files(
+        args.input,
+        args.out_dir,
+        workers=args.workers,
+        shard_bytes=max(1, round(args.shard_mb * MIB)),
+        dtype=args.dtype,
+        errors=args.errors,
+        progress=_reporter(args),
+    )
+    summary = {
+        "index": str(stats.index_path),
+        "bytes": stats.bytes,
+        "tokens": stats.tokens,
+        "shards": stats.shards,
+        "skipped": stats.skipped,
+        "seconds": round(stats.seconds, 3),
+        "dtype": stats.dtype,
+    }
+    kept = f", {stats.skipped} kept from an earlier run" if stats.skipped else ""
+    _report(
+        args,
+        summary,
+        f"{stats.tokens} tokens from {stats.bytes} bytes in {stats.seconds:.2f} s -> "
+        f"{stats.shards} shards ({stats.dtype}{kept}), index {stats.index_path}",
+    )
+    return 0
+
+
 def _not_ids(path: Path, dtype: str, problem: str) -> FormatError:
     """The error for an input that is not a ``.bin`` of this tokenizer's ids."""
     return FormatError(
@@ -464,6 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "train": _run_train,
         "encode": _run_encode,
+        "encode-files": _run_encode_files,
         "decode": _run_decode,
         "info": _run_info,
     }

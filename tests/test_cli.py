@@ -22,6 +22,7 @@ import psutil
 import pytest
 from streaming_helpers import EOT, REPO_ROOT, listing, make_text, make_whitespace_text, read_ids
 
+import streambpe.core
 from streambpe.cli import main
 from streambpe.tokenizer import Tokenizer
 
@@ -616,8 +617,16 @@ def _default_sigint() -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_exits_130_and_leaves_nothing(tokenizer_dir: Path, tmp_path: Path) -> None:
-    """SIGINT during a two-worker encode: exit 130, a one-line note, no output, no worker left alive."""
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_ctrl_c_exits_130_and_leaves_nothing(
+    tokenizer_dir: Path, tmp_path: Path, backend: str
+) -> None:
+    """SIGINT during a two-worker encode: exit 130, a one-line note, no output, no worker left alive.
+
+    The pure backend encodes on two processes, the compiled one on two threads.
+    """
+    if backend not in streambpe.core.available_backends():
+        pytest.skip("the compiled core is not built")
     source = tmp_path / "big.txt"
     source.write_bytes(make_text(30_000_000, seed=23).encode("utf-8"))
     output = tmp_path / "out" / "ids.bin"
@@ -627,7 +636,7 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tokenizer_dir: Path, tmp_path: Path
             *(sys.executable, "-m", "streambpe", "encode", str(source), "-o", str(output)),
             *("--tokenizer", str(tokenizer_dir), "--workers", "2", "--progress", "json"),
         ],
-        env=_child_env(),
+        env={**_child_env(), "STREAMBPE_PURE_PYTHON": "1" if backend == "python" else "0"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         preexec_fn=_default_sigint,
@@ -635,10 +644,17 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tokenizer_dir: Path, tmp_path: Path
     parent = psutil.Process(process.pid)
     deadline = time.monotonic() + 30
     workers: list[psutil.Process] = []
-    while len(workers) < 2 and time.monotonic() < deadline and process.poll() is None:
+
+    def started() -> bool:
+        # Two worker processes, or two pool threads beside the main one.
+        if backend == "python":
+            return len(workers) >= 2
+        return parent.num_threads() >= 3
+
+    while not started() and time.monotonic() < deadline and process.poll() is None:
         workers = parent.children(recursive=True)
         time.sleep(0.02)
-    assert len(workers) >= 2, "the encode finished or failed before its workers were seen"
+    assert started(), "the encode finished or failed before its workers were seen"
     time.sleep(0.3)
     process.send_signal(signal.SIGINT)
     _stdout, stderr = process.communicate(timeout=30)

@@ -33,6 +33,7 @@ from streaming_helpers import (
 
 import streambpe.streaming.parallel
 import streambpe.streaming.sharded
+from streambpe.cli import main
 from streambpe.errors import WorkerError
 from streambpe.tokenizer import Tokenizer
 
@@ -361,3 +362,33 @@ def test_dask_local_cluster(
     again = tok.encode_files(corpus, out, executor=executor, shard_bytes=20_000)
     assert again.skipped == len(planned_shards(corpus, shard_bytes=20_000))
     assert again.tokens == stats.tokens
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_command_line_encode_files(
+    tok: Tokenizer,
+    corpus: list[Path],
+    expected: bytes,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``streambpe encode-files``: the same shards, a JSON summary, and a rerun that keeps them all."""
+    tokenizer_dir = tmp_path / "tok"
+    tok.save(tokenizer_dir, format="tiktoken")
+    out = tmp_path / "out"
+    argv = ["encode-files", "--tokenizer", str(tokenizer_dir), *map(str, corpus)]
+    argv += ["--out-dir", str(out), "--shard-mb", "0.02", "--json", "--quiet"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert concatenated(out) == expected
+    check_index(out, corpus)
+    assert summary["tokens"] == read_index(out)["tokens"]
+    assert summary["shards"] == len(read_index(out)["shards"]) > len(corpus)
+    assert summary["skipped"] == 0
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["skipped"] == len(planned_shards(corpus, shard_bytes=round(0.02 * 2**20)))
+    assert again["tokens"] == summary["tokens"]
