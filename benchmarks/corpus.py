@@ -754,6 +754,33 @@ def cached_corpus(
     return path
 
 
+def source_code_text(size_chars: int) -> str:
+    """About ``size_chars`` characters of real source code: this Python's standard library.
+
+    The ``.py`` files under ``sysconfig``'s stdlib path, in sorted order,
+    joined until the size is reached (repeated if the library is smaller):
+    the same on every machine with the same Python version, and nothing to
+    download. Code stresses the patterns differently from prose: long
+    whitespace runs, punctuation runs, identifiers and digits.
+    """
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    parts: list[str] = []
+    total = 0
+    files = sorted(path for path in root.rglob("*.py") if "site-packages" not in path.parts)
+    if not files:
+        raise FileNotFoundError(f"no Python sources under {root} to build the code corpus from")
+    while total < size_chars:
+        for path in files:
+            source = path.read_text(encoding="utf-8", errors="replace")
+            parts.append(source)
+            total += len(source)
+            if total >= size_chars:
+                break
+    return "".join(parts)[:size_chars]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python benchmarks/corpus.py OUT --mb 100 --seed 0``: write a corpus, report the speed."""
     parser = argparse.ArgumentParser(description="Generate a reproducible benchmark corpus.")

@@ -1,7 +1,9 @@
 """In-memory encoding: streambpe (each backend) against tiktoken, fastokens and splintr.
 
 Both tokenizers are built offline from the same ``.tiktoken`` files (r50k, the
-GPT-2 encoding, and cl100k). streambpe starts every round with a fresh
+GPT-2 encoding, and cl100k), and each encodes two corpora of the same size:
+multilingual prose (the generated corpus) and source code (this Python's
+standard library, see ``corpus.source_code_text``). streambpe starts every round with a fresh
 ``Tokenizer``, so its piece cache is cold: the time includes filling it, and
 the reported hit rate says how much the cache then saved. tiktoken has no such
 cache; ``encode`` and ``encode_ordinary`` run single-threaded.
@@ -30,6 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from corpus import source_code_text
 from peers import (
     ENCODE_PEERS,
     PeerUnavailable,
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
 
 ENCODING_NAMES = ("r50k", "cl100k")
 METHODS = ("encode", "encode_ordinary")
+#: Multilingual prose (the generated corpus) and source code (this Python's stdlib).
+CORPORA = ("prose", "code")
 ROUNDS = 3
 
 
@@ -55,15 +60,25 @@ def tiktoken_call(encoding: Any, method: str) -> Callable[[str], list[int]]:
 
 
 @pytest.fixture(scope="module")
-def reference_digests() -> dict[tuple[str, str], str]:
-    """tiktoken results by ``(encoding, method)``, computed once per module."""
+def reference_digests() -> dict[tuple[str, str, str], str]:
+    """tiktoken results by ``(encoding, method, corpus)``, computed once per module."""
     return {}
 
 
+@pytest.fixture(scope="module")
+def corpus_texts(encode_text: str) -> dict[str, str]:
+    """Each corpus of :data:`CORPORA`, the code one as long as the prose."""
+    return {"prose": encode_text, "code": source_code_text(len(encode_text))}
+
+
 def tiktoken_digest(
-    digests: dict[tuple[str, str], str], files: EncodingFiles, method: str, text: str
+    digests: dict[tuple[str, str, str], str],
+    files: EncodingFiles,
+    method: str,
+    corpus: str,
+    text: str,
 ) -> str:
-    key = (files.name, method)
+    key = (files.name, method, corpus)
     if key not in digests:
         digests[key] = ids_digest(tiktoken_call(files.tiktoken(), method)(text))
     return digests[key]
@@ -94,6 +109,7 @@ def fresh_tokenizer(
     return tokenizer
 
 
+@pytest.mark.parametrize("corpus", CORPORA)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("name", ENCODING_NAMES)
 def test_encode_streambpe(
@@ -101,16 +117,18 @@ def test_encode_streambpe(
     report: Report,
     streambpe_api: Callable[..., Any],
     encoding_files: Callable[[str], EncodingFiles],
-    reference_digests: dict[tuple[str, str], str],
-    encode_text: str,
+    reference_digests: dict[tuple[str, str, str], str],
+    corpus_texts: dict[str, str],
     name: str,
     method: str,
+    corpus: str,
     backend: str,
 ) -> None:
     from streambpe.core import using_backend
 
     files = encoding_files(name)
-    benchmark.group = f"{method}-{name}"
+    encode_text = corpus_texts[corpus]
+    benchmark.group = f"{method}-{name}-{corpus}"
     tokenizers: list[Any] = []
 
     def cold_tokenizer() -> tuple[tuple[Any, str], dict[str, Any]]:
@@ -122,7 +140,9 @@ def test_encode_streambpe(
             return getattr(tokenizer, method)(text)  # type: ignore[no-any-return]
 
     ids = benchmark.pedantic(report.timed(run), setup=cold_tokenizer, rounds=ROUNDS)
-    matches = ids_digest(ids) == tiktoken_digest(reference_digests, files, method, encode_text)
+    matches = ids_digest(ids) == tiktoken_digest(
+        reference_digests, files, method, corpus, encode_text
+    )
     with using_backend(backend):
         hit_rate = cache_hit_rate(tokenizers[-1])
     report.finish(
@@ -137,22 +157,25 @@ def test_encode_streambpe(
     assert matches, f"streambpe {method} ids differ from tiktoken's for {name} ({backend})"
 
 
+@pytest.mark.parametrize("corpus", CORPORA)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("name", ENCODING_NAMES)
 def test_encode_tiktoken(
     benchmark: Any,
     report: Report,
     encoding_files: Callable[[str], EncodingFiles],
-    reference_digests: dict[tuple[str, str], str],
-    encode_text: str,
+    reference_digests: dict[tuple[str, str, str], str],
+    corpus_texts: dict[str, str],
     name: str,
     method: str,
+    corpus: str,
 ) -> None:
     files = encoding_files(name)
-    benchmark.group = f"{method}-{name}"
+    encode_text = corpus_texts[corpus]
+    benchmark.group = f"{method}-{name}-{corpus}"
     call = tiktoken_call(files.tiktoken(), method)
     ids = benchmark.pedantic(report.timed(call), args=(encode_text,), rounds=ROUNDS)
-    reference_digests[(name, method)] = ids_digest(ids)
+    reference_digests[(name, method, corpus)] = ids_digest(ids)
     report.finish(
         f"tiktoken {method} (1 thread)",
         ours=False,
@@ -259,6 +282,7 @@ def tiktoken_ids() -> Callable[[EncodingFiles, str, str], list[int]]:
 
 
 @pytest.mark.parametrize("peer_name", ENCODE_PEERS)
+@pytest.mark.parametrize("corpus", CORPORA)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("name", ENCODING_NAMES)
 def test_encode_peer(
@@ -266,13 +290,15 @@ def test_encode_peer(
     report: Report,
     encoding_files: Callable[[str], EncodingFiles],
     tiktoken_ids: Callable[[EncodingFiles, str, str], list[int]],
-    encode_text: str,
+    corpus_texts: dict[str, str],
     name: str,
     method: str,
+    corpus: str,
     peer_name: str,
 ) -> None:
     files = encoding_files(name)
-    benchmark.group = f"{method}-{name}"
+    encode_text = corpus_texts[corpus]
+    benchmark.group = f"{method}-{name}-{corpus}"
     peer = checked_peer(
         peer_name, files, method, encode_text, tiktoken_ids(files, method, encode_text)
     )
