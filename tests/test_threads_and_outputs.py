@@ -2,7 +2,7 @@
 
 On the compiled backend encoding runs without the GIL, each thread through
 its own piece cache over one shared vocabulary (``docs/design.md``,
-"Threads"); these tests check that threads never change an id, on both
+"Processes or threads"); these tests check that threads never change an id, on both
 backends. ``encode_to_array``, ``encode_to_numpy`` and ``count_tokens`` must
 agree with ``encode`` under every special-token policy. tiktoken is the
 reference; the o200k pattern is checked with the cl100k ranks (the o200k

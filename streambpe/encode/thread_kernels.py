@@ -5,7 +5,7 @@ that is not safe to share between threads, and the compiled kernel encodes
 without holding the GIL, so threads really do run at once. Each thread
 therefore encodes through its own kernel: the first one built, or a
 :meth:`~streambpe.core.PieceEncoding.fork` of it that shares the (read-only)
-vocabulary and has a cache of its own (``docs/design.md``, "Threads").
+vocabulary and has a cache of its own (``docs/design.md``, "Processes or threads").
 
 A thread's kernel lives as long as the thread does (it is held in
 thread-local storage), so a pool of threads keeps one cache per thread and a
