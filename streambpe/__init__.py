@@ -29,6 +29,7 @@ from streambpe.errors import (
     WorkerError,
 )
 from streambpe.streaming.file_encoding import EncodeStats
+from streambpe.streaming.sharded import EncodeFilesStats
 from streambpe.tokenizer import Tokenizer
 from streambpe.train.trainer import atrain_bpe, train_bpe, train_bpe_from_iterator
 
@@ -42,6 +43,7 @@ def backend() -> str:
 
 __all__ = [
     "EmptyInputError",
+    "EncodeFilesStats",
     "EncodeStats",
     "FormatError",
     "InvalidUTF8Error",

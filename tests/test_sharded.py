@@ -368,15 +368,19 @@ def test_dask_local_cluster(
 
 
 def test_command_line_encode_files(
-    tok: Tokenizer,
-    corpus: list[Path],
-    expected: bytes,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    corpus: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``streambpe encode-files``: the same shards, a JSON summary, and a rerun that keeps them all."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = [(b"t", b"h"), (b"th", b"e"), (b" ", b"a"), (b"e", b"n")]
     tokenizer_dir = tmp_path / "tok"
-    tok.save(tokenizer_dir, format="tiktoken")
+    Tokenizer(vocab | {256 + i: a + b for i, (a, b) in enumerate(merges)}, merges, [EOT]).save(
+        tokenizer_dir
+    )
+    small = Tokenizer.load(tokenizer_dir)
+    for path in corpus:
+        small.encode_file(path, tmp_path / f"{path.name}.bin", workers=1)
+    expected = b"".join((tmp_path / f"{path.name}.bin").read_bytes() for path in corpus)
     out = tmp_path / "out"
     argv = ["encode-files", "--tokenizer", str(tokenizer_dir), *map(str, corpus)]
     argv += ["--out-dir", str(out), "--shard-mb", "0.02", "--json", "--quiet"]
@@ -385,10 +389,30 @@ def test_command_line_encode_files(
     summary = json.loads(capsys.readouterr().out)
     assert concatenated(out) == expected
     check_index(out, corpus)
-    assert summary["tokens"] == read_index(out)["tokens"]
+    assert summary["tokens"] == read_index(out)["tokens"] == len(expected) // 2
     assert summary["shards"] == len(read_index(out)["shards"]) > len(corpus)
     assert summary["skipped"] == 0
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["skipped"] == len(planned_shards(corpus, shard_bytes=round(0.02 * 2**20)))
     assert again["tokens"] == summary["tokens"]
+
+
+def test_inputs_on_an_fsspec_filesystem(
+    tok: Tokenizer, corpus: list[Path], expected: bytes, tmp_path: Path
+) -> None:
+    """URLs (here fsspec's in-memory filesystem) are read with ranged reads: the same shards."""
+    fsspec = pytest.importorskip("fsspec")
+    memory = fsspec.filesystem("memory")
+    urls = [f"memory://sharded-test/{path.name}" for path in corpus]
+    for path, url in zip(corpus, urls, strict=True):
+        memory.pipe(url, path.read_bytes())
+    try:
+        out = tmp_path / "out"
+        tok.encode_files(urls, out, workers=1, shard_bytes=25_000)
+        assert concatenated(out) == expected
+        inputs = {shard["input"] for shard in read_index(out)["shards"]}
+        assert {url.rsplit("/", 1)[1] for url in inputs} == {path.name for path in corpus}
+        assert all(url.startswith("memory://") for url in inputs)
+    finally:
+        memory.rm("sharded-test", recursive=True)
