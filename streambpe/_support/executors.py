@@ -214,10 +214,18 @@ def _packed_merge(
     pack: Callable[[Any], bytes],
     unpack: Callable[[bytes], Any],
     merge: Callable[[Any, Any], Any],
+    merge_into: Callable[[Any, Any], None] | None,
     left: bytes,
     right: bytes,
 ) -> bytes:
-    return pack(merge(unpack(left), unpack(right)))
+    # Unpacking makes private copies, so adding into one cannot change a stored
+    # result; the longer one is the target, so the loop runs over the shorter.
+    larger, smaller = (left, right) if len(left) >= len(right) else (right, left)
+    if merge_into is None:
+        return pack(merge(unpack(larger), unpack(smaller)))
+    total = unpack(larger)
+    merge_into(total, unpack(smaller))
+    return pack(total)
 
 
 class _TreeReduction(Generic[ResultT]):
@@ -296,7 +304,7 @@ def map_reduce(
     tree_merge: Callable[[Any, Any], Any] = merge
     if engine.keeps_results and pack is not None and unpack is not None:
         map_function = partial(_packed_call, pack, function)
-        tree_merge = partial(_packed_merge, pack, unpack, merge)
+        tree_merge = partial(_packed_merge, pack, unpack, merge, merge_into)
     else:
         unpack = None
     submitted: list[Any] = []
