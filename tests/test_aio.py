@@ -329,6 +329,9 @@ async def test_event_loop_stays_responsive(
     text = build(size)
     chunks = [text[i : i + 8192] for i in range(0, len(text), 8192)]
     ids: list[int] = []
+    # Build the backend's kernel first: building it takes the GIL for a while
+    # (once per tokenizer), which is not what this test is about.
+    gpt2_tok.encode("warm")
 
     async def stream() -> None:
         async for batch in gpt2_tok.aencode_iterable(counting_async_source(chunks, PullCounter())):

