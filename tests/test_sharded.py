@@ -31,6 +31,7 @@ from streaming_helpers import (
     new_children,
 )
 
+import streambpe.core
 import streambpe.streaming.parallel
 import streambpe.streaming.sharded
 from streambpe.cli import main
@@ -116,7 +117,7 @@ def check_index(out: Path, corpus: list[Path]) -> None:
 # --------------------------------------------------------------------------- equivalence
 
 
-@pytest.mark.parametrize("shard_bytes", [9_000, 40_000, 10**9])
+@pytest.mark.parametrize("shard_bytes", [9_000, 10**9])
 @pytest.mark.parametrize("spread", ["one-thread", "threads", "processes"])
 def test_shards_concatenate_to_encode_file_of_each_input(
     tok: Tokenizer,
@@ -351,9 +352,17 @@ def dask_client() -> Iterator[Any]:
 
 
 def test_dask_local_cluster(
-    tok: Tokenizer, corpus: list[Path], expected: bytes, tmp_path: Path, dask_client: Any
+    tok: Tokenizer,
+    corpus: list[Path],
+    expected: bytes,
+    tmp_path: Path,
+    dask_client: Any,
+    backend: str,
 ) -> None:
     """Dask's ``client.get_executor()`` writes the same shards; a rerun encodes nothing."""
+    if backend != "native" and "native" in streambpe.core.available_backends():
+        # Dask's workers are fresh processes running the default backend: one run covers them.
+        pytest.skip("Dask workers run the default backend whatever this process selected")
     out = tmp_path / "out"
     executor: Executor = dask_client.get_executor()
     stats = tok.encode_files(corpus, out, executor=executor, shard_bytes=20_000)

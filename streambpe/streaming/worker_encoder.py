@@ -31,6 +31,7 @@ import json
 import os
 import tempfile
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -50,6 +51,9 @@ _loaded: OrderedDict[str, Encoder] = OrderedDict()
 #: A long-lived worker serving many jobs keeps only this many vocabularies.
 MAX_LOADED = 2
 _loading = threading.Lock()
+
+#: Fingerprints of the encoders seen in this process, for as long as each lives.
+_fingerprints: weakref.WeakKeyDictionary[Encoder, str] = weakref.WeakKeyDictionary()
 
 #: Tells a staged encoder file apart from any other JSON.
 _FORMAT = "streambpe-encoder/1"
@@ -93,12 +97,19 @@ def encoder_document(encoder: Encoder) -> bytes:
 def encoder_fingerprint(encoder: Encoder) -> str:
     """A hash of what decides the ids: vocabulary, ranks, special tokens and pattern.
 
+    An encoder never changes after it is built, so its fingerprint is computed
+    once (a fraction of a second for a 100k vocabulary) and remembered for as
+    long as the encoder lives.
+
     >>> a = Encoder({i: bytes([i]) for i in range(256)}, {})
     >>> b = Encoder({i: bytes([i]) for i in range(256)}, {}, pattern="cl100k")
     >>> encoder_fingerprint(a) == encoder_fingerprint(a), encoder_fingerprint(a) == encoder_fingerprint(b)
     (True, False)
     """
-    return _fingerprint_of(encoder_document(encoder))
+    fingerprint = _fingerprints.get(encoder)
+    if fingerprint is None:
+        fingerprint = _fingerprints[encoder] = _fingerprint_of(encoder_document(encoder))
+    return fingerprint
 
 
 def _fingerprint_of(document: bytes) -> str:
