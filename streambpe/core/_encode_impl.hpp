@@ -560,7 +560,13 @@ public:
                 Pending pending{start, start, end - start, 0};
                 if (!ascii) {
                     pending.first = utf8_.size();
-                    if (!append_utf8(unit_size, data, start, end, problem)) return false;
+                    const size_t written =
+                        pretokenize::append_utf8(unit_size, data, start, end, utf8_, false);
+                    if (written != end) {
+                        problem.outcome = EncodeOutcome::LONE_SURROGATE;
+                        problem.position = written;
+                        return false;
+                    }
                     pending.size = utf8_.size() - pending.first;
                 }
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
@@ -578,40 +584,6 @@ public:
     }
 
 private:
-    // Appends the UTF-8 of code units [start, end) to utf8_; a lone
-    // surrogate (which has no UTF-8) stops it with LONE_SURROGATE at its offset.
-    bool append_utf8(int unit_size, const void* data, size_t start, size_t end,
-                     EncodeProblem& problem) {
-        for (size_t i = start; i < end; ++i) {
-            const uint32_t cp = unit_size == 1   ? static_cast<const uint8_t*>(data)[i]
-                                : unit_size == 2 ? static_cast<const uint16_t*>(data)[i]
-                                                 : static_cast<const uint32_t*>(data)[i];
-            if (cp < 0x80) {
-                utf8_.push_back(uint8_t(cp));
-            } else if (cp < 0x800) {
-                utf8_.push_back(uint8_t(0xC0 | cp >> 6));
-                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
-            } else if (cp < 0x10000) {
-                if (cp >= 0xD800 && cp <= 0xDFFF) {
-                    problem.outcome = EncodeOutcome::LONE_SURROGATE;
-                    problem.position = i;
-                    return false;
-                }
-                utf8_.push_back(uint8_t(0xE0 | cp >> 12));
-                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
-                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
-            } else {
-                utf8_.push_back(uint8_t(0xF0 | cp >> 18));
-                utf8_.push_back(uint8_t(0x80 | (cp >> 12 & 0x3F)));
-                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
-                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
-            }
-        }
-        return true;
-    }
-
-    std::shared_ptr<const PieceMerger> merger_;
-    PieceCache cache_;
     // A piece of the text waiting in the batch: its code units start at
     // ``start``; its UTF-8 is ``size`` bytes at ``first`` in the text (ASCII)
     // or in utf8_.
@@ -623,6 +595,8 @@ private:
     };
     static constexpr size_t BATCH = 16;
 
+    std::shared_ptr<const PieceMerger> merger_;
+    PieceCache cache_;
     std::vector<uint32_t> units_;   // scratch for BPE
     std::vector<Pending> batch_;    // pieces scanned, not yet encoded
     std::vector<uint8_t> utf8_;     // the UTF-8 of the batch's pieces (non-ASCII text)

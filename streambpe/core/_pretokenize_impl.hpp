@@ -379,6 +379,37 @@ size_t scan_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_si
     }
 }
 
+// Appends the UTF-8 of code units [start, end) of a str buffer (units of
+// `unit_size` bytes at `data`) to `out`, and returns `end`. A lone surrogate
+// has no UTF-8: with `pass_surrogates` it is written in its three-byte form
+// (Python's "surrogatepass", which decodes back to it), otherwise writing
+// stops before it and its offset is returned.
+inline size_t append_utf8(int unit_size, const void* data, size_t start, size_t end,
+                          std::vector<uint8_t>& out, bool pass_surrogates) {
+    for (size_t i = start; i < end; ++i) {
+        const uint32_t cp = unit_size == 1   ? static_cast<const uint8_t*>(data)[i]
+                            : unit_size == 2 ? static_cast<const uint16_t*>(data)[i]
+                                             : static_cast<const uint32_t*>(data)[i];
+        if (cp < 0x80) {
+            out.push_back(uint8_t(cp));
+        } else if (cp < 0x800) {
+            out.push_back(uint8_t(0xC0 | cp >> 6));
+            out.push_back(uint8_t(0x80 | (cp & 0x3F)));
+        } else if (cp < 0x10000) {
+            if (!pass_surrogates && cp >= 0xD800 && cp <= 0xDFFF) return i;
+            out.push_back(uint8_t(0xE0 | cp >> 12));
+            out.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
+            out.push_back(uint8_t(0x80 | (cp & 0x3F)));
+        } else {
+            out.push_back(uint8_t(0xF0 | cp >> 18));
+            out.push_back(uint8_t(0x80 | (cp >> 12 & 0x3F)));
+            out.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
+            out.push_back(uint8_t(0x80 | (cp & 0x3F)));
+        }
+    }
+    return end;
+}
+
 // Appends the end offset of every piece to `ends` (each piece starts where
 // the previous one ended, the first at 0).
 inline void piece_ends(Pattern pattern, const ClassTable& table, int unit_size, const void* data,

@@ -39,7 +39,8 @@ public:
                 if (ascii) {
                     add(static_cast<const uint8_t*>(data) + start, end - start);
                 } else {
-                    to_utf8(unit_size, data, start, end);
+                    utf8_.clear();
+                    pretokenize::append_utf8(unit_size, data, start, end, utf8_, true);
                     add(utf8_.data(), utf8_.size());
                 }
             });
@@ -67,33 +68,6 @@ public:
     const char* keys() const { return keys_.data(); }
 
 private:
-    // Sets utf8_ to the UTF-8 of code units [start, end). A lone surrogate is
-    // written as its three-byte form ("surrogatepass"), which the caller
-    // decodes back to the same code point.
-    void to_utf8(int unit_size, const void* data, size_t start, size_t end) {
-        utf8_.clear();
-        for (size_t i = start; i < end; ++i) {
-            const uint32_t cp = unit_size == 1   ? static_cast<const uint8_t*>(data)[i]
-                                : unit_size == 2 ? static_cast<const uint16_t*>(data)[i]
-                                                 : static_cast<const uint32_t*>(data)[i];
-            if (cp < 0x80) {
-                utf8_.push_back(uint8_t(cp));
-            } else if (cp < 0x800) {
-                utf8_.push_back(uint8_t(0xC0 | cp >> 6));
-                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
-            } else if (cp < 0x10000) {
-                utf8_.push_back(uint8_t(0xE0 | cp >> 12));
-                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
-                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
-            } else {
-                utf8_.push_back(uint8_t(0xF0 | cp >> 18));
-                utf8_.push_back(uint8_t(0x80 | (cp >> 12 & 0x3F)));
-                utf8_.push_back(uint8_t(0x80 | (cp >> 6 & 0x3F)));
-                utf8_.push_back(uint8_t(0x80 | (cp & 0x3F)));
-            }
-        }
-    }
-
     void rehash(size_t capacity) {
         std::vector<Entry> old(capacity, Entry{0, 0, 0, 0});
         old.swap(entries_);

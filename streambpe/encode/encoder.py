@@ -17,9 +17,9 @@ loading, saving and the streaming entry points on top of this class.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 
 from streambpe import core
 from streambpe.core import PieceEncoding, Pretokenizing
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 DEFAULT_CACHE_SIZE = 1 << 18
+ResultT = TypeVar("ResultT")
 #: ``"all"`` or a collection of special-token strings.
 SpecialSet = Literal["all"] | Collection[str]
 
@@ -290,12 +291,27 @@ class Encoder:
         >>> encoder.encode("a<s>"), encoder.encode("a<s>", disallowed_special=())
         ([97, 256], [97, 60, 115, 62])
         """
+        return self._run_with_policy(self._encode_with, text, allowed_special, disallowed_special)
+
+    def _run_with_policy(
+        self,
+        run: Callable[[SpecialTokenScanner, str], ResultT],
+        text: str,
+        allowed_special: SpecialSet | _Unset,
+        disallowed_special: SpecialSet | _Unset,
+    ) -> ResultT:
+        """``run(scanner, text)`` under tiktoken's keywords: the shared steps of every output.
+
+        A disallowed special token raises first; a lone surrogate (which has no
+        UTF-8) makes the kernel raise, and the text is then run again with
+        :func:`fix_surrogates` applied, tiktoken's rule.
+        """
         scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
         self._check_disallowed(text, disallowed)
         try:
-            return self._encode_with(scanner, text)
+            return run(scanner, text)
         except UnicodeEncodeError:
-            return self._encode_with(scanner, fix_surrogates(text))
+            return run(scanner, fix_surrogates(text))
 
     def _encode_with(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
         out: list[int] = []
@@ -326,12 +342,9 @@ class Encoder:
         >>> encoder.encode_to_array("a<s>")
         array('I', [97, 256])
         """
-        scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
-        self._check_disallowed(text, disallowed)
-        try:
-            return self._encode_to_array_with(scanner, text)
-        except UnicodeEncodeError:
-            return self._encode_to_array_with(scanner, fix_surrogates(text))
+        return self._run_with_policy(
+            self._encode_to_array_with, text, allowed_special, disallowed_special
+        )
 
     def _encode_to_array_with(self, scanner: SpecialTokenScanner, text: str) -> array[int]:
         out = array("I")
@@ -383,12 +396,7 @@ class Encoder:
         >>> encoder.count_tokens("ab<s>"), encoder.count_tokens("ab<s>", disallowed_special=())
         (3, 5)
         """
-        scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
-        self._check_disallowed(text, disallowed)
-        try:
-            return self._count_with(scanner, text)
-        except UnicodeEncodeError:
-            return self._count_with(scanner, fix_surrogates(text))
+        return self._run_with_policy(self._count_with, text, allowed_special, disallowed_special)
 
     def _count_with(self, scanner: SpecialTokenScanner, text: str) -> int:
         pretokenizer, pieces = self._kernel()
