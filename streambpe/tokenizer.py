@@ -203,7 +203,7 @@ class Tokenizer(Encoder):
 
     def encode_file(
         self,
-        input_path: str | os.PathLike[str],
+        input_path: Inputs,
         output_path: str | os.PathLike[str],
         *,
         workers: int | None = None,
@@ -213,7 +213,7 @@ class Tokenizer(Encoder):
         progress: bool | ProgressReporter = False,
         executor: Executor | None = None,
     ) -> EncodeStats:
-        """Encode a file of any size into raw little-endian ids, in constant memory.
+        """Encode a file of any size (or several: a list, a glob, URLs) into raw ids, in constant memory.
 
         See :func:`streambpe.streaming.file_encoding.encode_file` for the arguments.
         A failure or Ctrl-C leaves no file under ``output_path`` and no worker processes.
@@ -232,7 +232,7 @@ class Tokenizer(Encoder):
 
     def iter_file_ids(
         self,
-        input_path: str | os.PathLike[str],
+        input_path: Inputs,
         *,
         workers: int | None = None,
         chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
@@ -253,7 +253,7 @@ class Tokenizer(Encoder):
 
     async def aencode_file(
         self,
-        input_path: str | os.PathLike[str],
+        input_path: Inputs,
         output_path: str | os.PathLike[str],
         *,
         workers: int | None = None,

@@ -172,6 +172,24 @@ def test_threads_and_processes_give_the_same_ids(
     assert encode_threads() == []
 
 
+def test_several_inputs_are_encoded_one_after_another(
+    gpt2_tok: Tokenizer, inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A list (or a glob) gives each file's ids in turn: each file is its own stream."""
+    names = ["many-endoftext", "whitespace-runs", "multilingual"]
+    parts = []
+    for name in names:
+        gpt2_tok.encode_file(inputs[name], tmp_path / f"{name}.bin", workers=1)
+        parts.append((tmp_path / f"{name}.bin").read_bytes())
+    stats = gpt2_tok.encode_file([inputs[n] for n in names], tmp_path / "all.bin", workers=2)
+    assert (tmp_path / "all.bin").read_bytes() == b"".join(parts)
+    assert stats.bytes == sum(inputs[n].stat().st_size for n in names)
+    folder = inputs["multilingual"].parent
+    every = sorted(folder.glob("*.txt"))
+    ids = [i for chunk in gpt2_tok.iter_file_ids(str(folder / "*.txt")) for i in chunk]
+    assert ids == [i for path in every for i in gpt2_tok.encode(path.read_bytes().decode())]
+
+
 def _move_to(folder: str) -> None:
     """Pool initializer: the worker runs in another directory than the caller."""
     os.chdir(folder)

@@ -1,4 +1,4 @@
-"""Plumbing shared by every stage: pools and the executor seam, atomic writes, progress, input checks, UTF-8.
+"""Plumbing shared by every stage: pools and the executor seam, atomic writes, progress, UTF-8.
 
 Private, except :class:`~streambpe._support.executors.RayExecutor`, which the
 package exports.

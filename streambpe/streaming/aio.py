@@ -35,6 +35,7 @@ from streambpe._support.progress import CancellableProgress, ProgressReporter, a
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.encoder import Encoder
+from streambpe.sources.inputs import Inputs
 from streambpe.streaming.file_encoding import DEFAULT_ENCODE_CHUNK_SIZE, EncodeStats, encode_file
 
 #: Largest text slice encoded in one call: a few milliseconds of GIL-holding work.
@@ -159,7 +160,7 @@ async def flatten(batches: AsyncIterable[list[ItemT]]) -> AsyncIterator[ItemT]:
 
 async def aencode_file(
     encoder: Encoder,
-    input_path: str | os.PathLike[str],
+    input_path: Inputs,
     output_path: str | os.PathLike[str],
     *,
     workers: int | None = None,

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streambpe._support.atomic import atomic_write
-from streambpe._support.inputs import check_input_file
 from streambpe._support.progress import ProgressReporter, as_reporter
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
 from streambpe.encode.encoder import Encoder
 from streambpe.errors import ParameterError
 from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
+from streambpe.sources.inputs import Inputs, resolve_inputs
 from streambpe.streaming.parallel import encode_map
 
 #: Bytes of input per task: big enough to amortize the hand-off, small enough that a
@@ -121,7 +121,7 @@ def encode_range(encoder: Encoder, task: RangeTask) -> tuple[int, bytes]:
 
 def iter_encoded_chunks(
     encoder: Encoder,
-    input_path: str | os.PathLike[str],
+    inputs: Inputs,
     *,
     workers: int | None = None,
     dtype: str | None = None,
@@ -131,26 +131,31 @@ def iter_encoded_chunks(
     executor: Executor | None = None,
     staging_dir: str | os.PathLike[str] | None = None,
 ) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(n_ids, packed_ids)`` for each chunk of the file, in order, without writing a file.
+    """Yield ``(n_ids, packed_ids)`` for each chunk of the inputs, in order, without writing a file.
 
-    ``packed_ids`` is little-endian ``dtype``; use :func:`iter_file_ids` for plain ints.
+    ``inputs`` is a path, a glob, an fsspec URL, or a list of them; each file
+    is its own stream, encoded after the one before. ``packed_ids`` is
+    little-endian ``dtype``; use :func:`iter_file_ids` for plain ints.
     With an ``executor`` other than a thread pool, its workers must be able to
     read the input and ``staging_dir`` (default: a temporary folder), where the
     encoder is staged for them (:mod:`~streambpe.streaming.worker_encoder`).
     """
-    # Absolute, so a worker running in another directory opens the same file.
-    path = check_input_file(input_path).absolute()
+    # Absolute locations, so a worker running in another directory opens the same files.
+    files = resolve_inputs(inputs)
     chosen = choose_dtype(encoder.n_vocab, dtype)
-    ranges = plan_byte_ranges(
-        path,
-        chunk_size=chunk_size,
-        special_tokens=list(encoder.special_tokens),
-        space_cuts=encoder.pattern in SPACE_SPLITTABLE_PATTERNS,
-    )
-    tasks = [RangeTask(byte_range, chosen, errors) for byte_range in ranges]
+    tasks = [
+        RangeTask(byte_range, chosen, errors)
+        for source in files
+        for byte_range in plan_byte_ranges(
+            source,
+            chunk_size=chunk_size,
+            special_tokens=list(encoder.special_tokens),
+            space_cuts=encoder.pattern in SPACE_SPLITTABLE_PATTERNS,
+        )
+    ]
     reporter = as_reporter(progress)
     with (
-        reporter.stage("encoding", total=path.stat().st_size, unit="B") as advance,
+        reporter.stage("encoding", total=sum(f.size for f in files), unit="B") as advance,
         encode_map(
             encoder,
             encode_range,
@@ -167,7 +172,7 @@ def iter_encoded_chunks(
 
 def iter_file_ids(
     encoder: Encoder,
-    input_path: str | os.PathLike[str],
+    inputs: Inputs,
     *,
     workers: int | None = None,
     chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
@@ -175,10 +180,10 @@ def iter_file_ids(
     progress: bool | ProgressReporter = False,
     executor: Executor | None = None,
 ) -> Iterator[list[int]]:
-    """Yield the ids of a file chunk by chunk (lists of ints), in order, in constant memory."""
+    """Yield the ids of the inputs chunk by chunk (lists of ints), in order, in constant memory."""
     chunks = iter_encoded_chunks(
         encoder,
-        input_path,
+        inputs,
         workers=workers,
         dtype="uint32",
         chunk_size=chunk_size,
@@ -196,7 +201,7 @@ def iter_file_ids(
 
 def encode_file(
     encoder: Encoder,
-    input_path: str | os.PathLike[str],
+    inputs: Inputs,
     output_path: str | os.PathLike[str],
     *,
     workers: int | None = None,
@@ -206,9 +211,12 @@ def encode_file(
     progress: bool | ProgressReporter = False,
     executor: Executor | None = None,
 ) -> EncodeStats:
-    """Encode ``input_path`` into ``output_path`` as raw little-endian ids.
+    """Encode ``inputs`` into ``output_path`` as raw little-endian ids.
 
     Args:
+        inputs: a path, a glob, an fsspec URL, or a list of them; several
+            files are encoded one after another, each its own stream (for one
+            ``.bin`` per part of a large corpus, see ``encode_files``).
         workers: threads or processes to encode with (threads when the backend
             encodes without the GIL); ``None`` means one per core.
         dtype: ``"uint16"`` or ``"uint32"``; by default the smallest that holds every id.
@@ -225,7 +233,7 @@ def encode_file(
     A failure or Ctrl-C leaves no file under ``output_path`` and no worker processes.
     """
     started = time.perf_counter()
-    path = check_input_file(input_path)
+    files = resolve_inputs(inputs)
     chosen = choose_dtype(encoder.n_vocab, dtype)
     output = Path(output_path)
     if not output.parent.is_dir():
@@ -234,7 +242,7 @@ def encode_file(
     with atomic_write(output) as sink:
         for count, packed in iter_encoded_chunks(
             encoder,
-            path,
+            files,
             workers=workers,
             dtype=chosen,
             chunk_size=chunk_size,
@@ -246,7 +254,7 @@ def encode_file(
             sink.write(packed)
             tokens += count
     return EncodeStats(
-        bytes=path.stat().st_size,
+        bytes=sum(f.size for f in files),
         tokens=tokens,
         seconds=time.perf_counter() - started,
         dtype=chosen,
