@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack, closing, contextmanager
 from functools import partial
-from pathlib import Path
 from typing import Literal, TypeVar
 
 from streambpe._support.executors import executor_workers
@@ -111,8 +110,10 @@ def encode_map(
             process, from a file staged in ``staging_dir``, which its workers
             must be able to read.
 
-    When the block ends, by any way, no task of this call is queued or running
-    (a caller's executor stays open: it is the caller's).
+    When the block ends, by any way, no task of this call is still queued, and
+    on the pools started here none is running either. A caller's executor
+    stays open (it is the caller's); a task already running there is left to
+    finish, and its result is dropped.
     """
     with ExitStack() as cleanup:
         count = min(resolve_workers(workers), len(tasks))
@@ -121,8 +122,7 @@ def encode_map(
             if isinstance(executor, ThreadPoolExecutor):
                 run: Callable[[TaskT], ResultT] = partial(function, encoder)
             else:
-                folder = Path(staging_dir) if staging_dir is not None else None
-                reference = cleanup.enter_context(worker_encoder.staged(encoder, folder))
+                reference = cleanup.enter_context(worker_encoder.staged(encoder, staging_dir))
                 run = partial(_run_referenced, function, reference)
             pool: Executor | None = executor
         elif count <= 1:

@@ -213,12 +213,11 @@ def _verified(task: _ShardTask, found: Any) -> _ShardRecord | None:
         record = _ShardRecord(**{k: v for k, v in found.items() if k != "key"})
     except TypeError:
         return None
-    shard = Path(task.folder) / task.name
-    expected = record.tokens * array(DTYPES[task.dtype][0]).itemsize
     if record.tokens == 0:
-        return record
+        return record  # a span with no cut inside: no file was written
+    itemsize = array(DTYPES[task.dtype][0]).itemsize
     with suppress(FileNotFoundError):
-        if shard.stat().st_size == expected:
+        if (Path(task.folder) / task.name).stat().st_size == record.tokens * itemsize:
             return record
     return None
 
