@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -265,6 +266,16 @@ def _tokenizers(name: str) -> Tokenizer:
 
 
 # --------------------------------------------------------------------------- dtype
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(["uint16", "uint32"]))
+def test_packing_an_id_array_equals_packing_the_list(data: st.DataObject, dtype: str) -> None:
+    """The strided uint32 -> uint16 packing writes what packing the list of ints writes."""
+    largest = 2**16 - 1 if dtype == "uint16" else 2**32 - 1
+    ids = data.draw(st.lists(st.integers(0, largest), max_size=300))
+    packed = streambpe.streaming.file_encoding.pack_uint32_ids(array("I", ids), dtype)
+    assert packed == streambpe.streaming.file_encoding.ids_to_bytes(ids, dtype)
 
 
 def test_cl100k_ids_are_written_as_uint32(inputs: dict[str, Path], tmp_path: Path) -> None:

@@ -104,6 +104,28 @@ def ids_to_bytes(ids: list[int], dtype: str) -> bytes:
     return packed.tobytes()
 
 
+def pack_uint32_ids(ids: array[int], dtype: str) -> bytes:
+    """Pack an ``array('I')`` of ids (what ``Encoder.encode_to_array`` gives) as little-endian ``dtype``.
+
+    No Python int is made per id: for ``uint16`` the two low bytes of each
+    little-endian uint32 are taken with two strided slices. Every id must fit
+    ``dtype`` (:func:`choose_dtype` checks the vocabulary before any encoding).
+
+    >>> pack_uint32_ids(array("I", [1, 258]), "uint16")
+    b'\\x01\\x00\\x02\\x01'
+    """
+    if sys.byteorder == "big":
+        ids = array("I", ids)
+        ids.byteswap()
+    raw = ids.tobytes()
+    if dtype == "uint32":
+        return raw
+    narrow = bytearray(len(raw) // 2)
+    narrow[0::2] = raw[0::4]
+    narrow[1::2] = raw[1::4]
+    return bytes(narrow)
+
+
 @dataclass(frozen=True)
 class RangeTask:
     """Encode one byte range of an input into ids packed as ``dtype``."""
@@ -114,9 +136,14 @@ class RangeTask:
 
 
 def encode_range(encoder: Encoder, task: RangeTask) -> tuple[int, bytes]:
-    """The number of ids of one byte range, and the ids packed as ``task.dtype``."""
-    ids = encoder.encode(read_text(task.byte_range, task.errors))
-    return len(ids), ids_to_bytes(ids, task.dtype)
+    """The number of ids of one byte range, and the ids packed as ``task.dtype``.
+
+    The ids go straight into a buffer (``encode_to_array``): a list of Python
+    ints, built and packed while holding the GIL, took a third of the time
+    and kept threads from running in parallel.
+    """
+    ids = encoder.encode_to_array(read_text(task.byte_range, task.errors))
+    return len(ids), pack_uint32_ids(ids, task.dtype)
 
 
 def iter_encoded_chunks(
