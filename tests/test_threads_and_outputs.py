@@ -12,6 +12,7 @@ and ranks.
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import threading
@@ -84,7 +85,7 @@ def test_threads_share_one_tokenizer_without_changing_ids(
 
 
 def test_each_thread_gets_its_own_cache(r50k_ranks: dict[bytes, int]) -> None:
-    """A thread's cache starts empty; cache_info adds up the caches of the live threads."""
+    """A new thread's cache starts empty; cache_info adds up every thread's cache."""
     tokenizer = Tokenizer.from_ranks(r50k_ranks, pattern="gpt2", cache_size=1000)
     tokenizer.encode_ordinary("qzxv wqpz")
     before = tokenizer.cache_info()
@@ -106,6 +107,28 @@ def test_each_thread_gets_its_own_cache(r50k_ranks: dict[bytes, int]) -> None:
     assert (second.hits, second.misses) == (before.hits + 2, 2 * before.misses)
     tokenizer.clear_cache()
     assert tokenizer.cache_info()[:2] == (0, 0)
+
+
+def test_a_new_thread_takes_over_an_ended_threads_warm_cache(r50k_ranks: dict[bytes, int]) -> None:
+    """Pools started per call find their caches warm: kernels outlive their threads."""
+    tokenizer = Tokenizer.from_ranks(r50k_ranks, pattern="gpt2", cache_size=1000)
+    tokenizer.encode_ordinary("warm up the main thread")
+    misses: list[int] = []
+
+    def encode_in_a_new_thread() -> None:
+        def run() -> None:
+            before = tokenizer.cache_info().misses
+            tokenizer.encode_ordinary("qzxv wqpz")
+            misses.append(tokenizer.cache_info().misses - before)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+
+    encode_in_a_new_thread()
+    gc.collect()  # the ended thread's storage is freed at once in CPython; this makes sure
+    encode_in_a_new_thread()
+    assert misses == [2, 0]
 
 
 @pytest.mark.parametrize("threads", [1, THREADS])

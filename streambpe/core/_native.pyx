@@ -490,7 +490,10 @@ cdef class _Vocabulary:
         for token, rank in ranks.items():
             number = _checked_u32(rank, "rank", token)
             merger.add_rank(<const uint8_t*><char*>token, len(token), number)
-        merger.finish()
+        # Most of the build (sorting, every split of every token) touches no
+        # Python object: an event loop or other threads keep running meanwhile.
+        with nogil:
+            merger.finish()
         self.merger = <shared_ptr[const PieceMerger]>building
 
     cdef object missing_part(self, uint32_t unit):

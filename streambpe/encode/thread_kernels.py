@@ -7,9 +7,11 @@ therefore encodes through its own kernel: the first one built, or a
 :meth:`~streambpe.core.PieceEncoding.fork` of it that shares the (read-only)
 vocabulary and has a cache of its own (``docs/design.md``, "Processes or threads").
 
-A thread's kernel lives as long as the thread does (it is held in
-thread-local storage), so a pool of threads keeps one cache per thread and a
-finished thread's cache is freed with it.
+A thread holds its kernel in thread-local storage. When the thread ends,
+its kernel is not freed but kept for the next new thread, cache and all: a
+pool of threads started for each call (``encode_batch``, ``encode_file``)
+then finds its caches warm, and the number of kernels never exceeds the
+largest number of threads that encoded at once.
 
 >>> from streambpe.core import PYTHON
 >>> from streambpe.patterns import GPT2
@@ -26,6 +28,15 @@ import threading
 import weakref
 
 from streambpe.core import Backend, PieceEncoding, Pretokenizing
+
+
+class _Lease:
+    """A thread's hold on a kernel, kept in its thread-local storage."""
+
+    __slots__ = ("__weakref__", "kernel")
+
+    def __init__(self, kernel: PieceEncoding) -> None:
+        self.kernel = kernel
 
 
 class ThreadKernels:
@@ -50,32 +61,36 @@ class ThreadKernels:
         #: The pretokenizer; it keeps no state between calls, so threads share it.
         self.pretokenizer: Pretokenizing = backend.pretokenizer(pattern)
         self._first = backend.piece_encoder(encoder, ranks, cache_size)
-        self._first_taken = False
         self._lock = threading.Lock()
         self._local = threading.local()
-        # Every live kernel, for the cache counts; a kernel leaves this set when
-        # its thread ends and the kernel is freed.
+        # Kernels whose threads ended, ready for the next new thread.
+        self._idle: list[PieceEncoding] = [self._first]
+        # Every kernel handed out, for the cache counts.
         self._live: weakref.WeakSet[PieceEncoding] = weakref.WeakSet()
 
     def piece_encoder(self) -> PieceEncoding:
-        """The calling thread's piece encoder (built on its first call)."""
-        kernel: PieceEncoding | None = getattr(self._local, "kernel", None)
-        if kernel is None:
+        """The calling thread's piece encoder (an idle one, or a new fork, on its first call)."""
+        lease: _Lease | None = getattr(self._local, "lease", None)
+        if lease is None:
             with self._lock:
-                if self._first_taken:
-                    kernel = self._first.fork()
-                else:
-                    kernel, self._first_taken = self._first, True
+                kernel = self._idle.pop() if self._idle else self._first.fork()
                 self._live.add(kernel)
-            self._local.kernel = kernel
-        return kernel
+            lease = _Lease(kernel)
+            # Runs when the thread's storage is freed, as the thread ends.
+            weakref.finalize(lease, self._give_back, kernel)
+            self._local.lease = lease
+        return lease.kernel
+
+    def _give_back(self, kernel: PieceEncoding) -> None:
+        with self._lock:
+            self._idle.append(kernel)
 
     def _kernels(self) -> list[PieceEncoding]:
         with self._lock:
-            return list(self._live) or [self._first]
+            return list(self._live | set(self._idle))
 
     def cache_info(self) -> tuple[int, int, int, int]:
-        """``(hits, misses, maxsize, currsize)`` added up over the live threads' caches."""
+        """``(hits, misses, maxsize, currsize)`` added up over every thread's cache."""
         totals = [0, 0, 0, 0]
         for kernel in self._kernels():
             for index, value in enumerate(kernel.cache_info()):
@@ -84,6 +99,6 @@ class ThreadKernels:
         return hits, misses, maxsize, currsize
 
     def clear_caches(self) -> None:
-        """Empty every live thread's cache and zero its counts."""
+        """Empty every thread's cache and zero its counts."""
         for kernel in self._kernels():
             kernel.clear_cache()
