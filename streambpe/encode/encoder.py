@@ -313,17 +313,25 @@ class Encoder:
         except UnicodeEncodeError:
             return run(scanner, fix_surrogates(text))
 
-    def _encode_with(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
-        out: list[int] = []
+    def _segments(
+        self, scanner: SpecialTokenScanner, text: str
+    ) -> Iterator[tuple[str, int | None]]:
+        """The ordinary stretches of ``text``, each with the id of the special token after it."""
         if not scanner:
-            self._encode_ordinary_into(text, out)
-            return out
+            yield text, None
+            return
         special_ids = self._special_ids
         for ordinary, special in scanner.split(text):
+            yield ordinary, None if special is None else special_ids[special]
+
+    def _encode_with(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
+        out: list[int] = []
+        pretokenizer, pieces = self._kernel()
+        for ordinary, special_id in self._segments(scanner, text):
             if ordinary:
-                self._encode_ordinary_into(ordinary, out)
-            if special is not None:
-                out.append(special_ids[special])
+                pieces.encode_text(ordinary, self.pattern, pretokenizer, out)
+            if special_id is not None:
+                out.append(special_id)
         return out
 
     def encode_to_array(
@@ -349,11 +357,11 @@ class Encoder:
     def _encode_to_array_with(self, scanner: SpecialTokenScanner, text: str) -> array[int]:
         out = array("I")
         pretokenizer, pieces = self._kernel()
-        for ordinary, special in scanner.split(text) if scanner else [(text, None)]:
+        for ordinary, special_id in self._segments(scanner, text):
             if ordinary:
                 pieces.encode_text_array(ordinary, self.pattern, pretokenizer, out)
-            if special is not None:
-                out.append(self._special_ids[special])
+            if special_id is not None:
+                out.append(special_id)
         return out
 
     def encode_to_numpy(
@@ -401,10 +409,10 @@ class Encoder:
     def _count_with(self, scanner: SpecialTokenScanner, text: str) -> int:
         pretokenizer, pieces = self._kernel()
         count = 0
-        for ordinary, special in scanner.split(text) if scanner else [(text, None)]:
+        for ordinary, special_id in self._segments(scanner, text):
             if ordinary:
                 count += pieces.count_text(ordinary, self.pattern, pretokenizer)
-            if special is not None:
+            if special_id is not None:
                 count += 1
         return count
 
