@@ -147,4 +147,9 @@ def open_buffer(source: str | InputFile) -> Iterator[mmap.mmap | RemoteBuffer | 
             yield b""
             return
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            # Cut searches touch a few KiB here and there: without this, each
+            # fault maps the kernel's read-around too, and planning a 1 GiB file
+            # kept about 400 MiB of it mapped (counted in the process's RSS).
+            if hasattr(mmap, "MADV_RANDOM"):
+                mapped.madvise(mmap.MADV_RANDOM)
             yield mapped
