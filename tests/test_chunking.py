@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streambpe.cutting.byte_ranges import plan_byte_ranges
-from streambpe.cutting.chunks import find_chunk_boundaries
+from streambpe.cutting.chunks import UNMAP_EVERY, find_chunk_boundaries
 from streambpe.patterns import CL100K, GPT2, O200K, SPACE_SPLITTABLE_PATTERNS
 from streambpe.train.counting import count_words_in_inputs, count_words_in_text
 
@@ -231,6 +231,17 @@ def test_file_without_specials_is_cut_into_bounded_ranges(
     assert max(r.end - r.start for r in ranges) <= chunk_size + 64
     assert [r.start for r in ranges[1:]] == [r.end for r in ranges[:-1]]
     assert (ranges[0].start, ranges[-1].end) == (0, size)
+
+
+def test_planning_a_memory_map_equals_planning_its_bytes(tmp_path: Path) -> None:
+    """Guards the planner's page releases: the cuts over a mapped file are the cuts over its bytes."""
+    text = ("word " * 30 + EOT + "\n") * 600
+    path = _write(str(tmp_path), text)
+    data = path.read_bytes()
+    expected = find_chunk_boundaries(data, 64, [EOT], space_cuts=True)
+    assert len(expected) > 3 * UNMAP_EVERY  # the mapped pages are released several times
+    ranges = plan_byte_ranges(path, chunk_size=64, special_tokens=[EOT], space_cuts=True)
+    assert [r.start for r in ranges] + [ranges[-1].end] == expected
 
 
 def test_custom_pattern_is_cut_only_at_specials(tmp_path: Path) -> None:
