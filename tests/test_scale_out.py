@@ -313,6 +313,38 @@ def test_cancelled_atrain_bpe_leaves_no_pending_future(tmp_path: Path, event_loo
         assert any(future.cancelled() for future in executor.futures)
 
 
+@pytest.mark.parametrize("event_loop", ["asyncio", "trio"])
+def test_cancelled_aencode_file_leaves_no_pending_future(tmp_path: Path, event_loop: str) -> None:
+    """Guards deterministic cancellation for encoding too: nothing queued once the call returns."""
+    path = tmp_path / "corpus.txt"
+    path.write_text(make_text(400_000, seed=3))
+    output = tmp_path / "ids.bin"
+    tokenizer = streambpe.Tokenizer.from_files(
+        *_trained_files(tmp_path, path), special_tokens=[EOT]
+    )
+    executor = LoggingExecutor(worker_count=2, delay=0.05)
+
+    async def cancel_soon() -> list[str]:
+        with anyio.move_on_after(0.12):
+            await tokenizer.aencode_file(path, output, executor=executor, chunk_size=4096)
+            raise AssertionError("encoding finished although it was cancelled")
+        return [repr(f) for f in executor.futures if not (f.done() or f.running())]
+
+    with executor:
+        pending = anyio.run(cancel_soon, backend=event_loop)
+        assert pending == []
+        assert any(future.cancelled() for future in executor.futures)
+    assert not output.exists()
+
+
+def _trained_files(folder: Path, corpus: Path) -> tuple[Path, Path]:
+    """A small GPT-2-format tokenizer trained on ``corpus``: (vocab.json, merges.txt)."""
+    vocab, merges = train_bpe(corpus, VOCAB, [EOT], workers=1)
+    target = folder / "tokenizer"
+    streambpe.Tokenizer(vocab, merges, [EOT]).save(target, format="gpt2")
+    return target / "vocab.json", target / "merges.txt"
+
+
 def _chdir_elsewhere(folder: str) -> None:
     os.chdir(folder)
 
