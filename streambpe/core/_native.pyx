@@ -563,7 +563,7 @@ cdef class BytePairEncoder:
         A piece with a lone surrogate raises ``UnicodeEncodeError``, and a piece
         whose parts are not all in the encoder raises ``KeyError``; either way
         ``out`` keeps the ids of the pieces before it, so a caller that retries
-        must clear ``out` first.
+        must clear ``out`` first.
         """
         self._enter()
         cdef vector[uint32_t] outputs
