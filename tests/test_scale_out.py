@@ -14,7 +14,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -293,6 +293,22 @@ def test_executor_reporting_eight_workers_gets_sixteen_tasks(tmp_path: Path) -> 
     assert got == train_bpe(path, VOCAB, [EOT], workers=1)
 
 
+def assert_cancelling_leaves_nothing_queued(
+    executor: LoggingExecutor, call: Callable[[], Awaitable[object]], event_loop: str
+) -> None:
+    """Cancel ``call`` after 0.12 s; right when it returns, every future ran or was cancelled."""
+
+    async def cancel_soon() -> list[str]:
+        with anyio.move_on_after(0.12):
+            await call()
+            raise AssertionError("the call finished although it was cancelled")
+        return [repr(f) for f in executor.futures if not (f.done() or f.running())]
+
+    with executor:
+        assert anyio.run(cancel_soon, backend=event_loop) == []
+        assert any(future.cancelled() for future in executor.futures)
+
+
 @pytest.mark.parametrize("event_loop", ["asyncio", "trio"])
 def test_cancelled_atrain_bpe_leaves_no_pending_future(tmp_path: Path, event_loop: str) -> None:
     """Guards deterministic cancellation: by the time atrain_bpe returns, no task is still queued."""
@@ -300,17 +316,10 @@ def test_cancelled_atrain_bpe_leaves_no_pending_future(tmp_path: Path, event_loo
     path.write_text(make_text(100_000, seed=2))
     executor = LoggingExecutor(worker_count=8, delay=0.05)
 
-    async def cancel_soon() -> list[str]:
-        with anyio.move_on_after(0.12):
-            await streambpe.atrain_bpe(path, VOCAB, [EOT], executor=executor, tasks=40)
-            raise AssertionError("training finished although it was cancelled")
-        # Right when the call returns: each future ran, or was cancelled; none waits in a queue.
-        return [repr(f) for f in executor.futures if not (f.done() or f.running())]
+    async def train() -> object:
+        return await streambpe.atrain_bpe(path, VOCAB, [EOT], executor=executor, tasks=40)
 
-    with executor:
-        pending = anyio.run(cancel_soon, backend=event_loop)
-        assert pending == []
-        assert any(future.cancelled() for future in executor.futures)
+    assert_cancelling_leaves_nothing_queued(executor, train, event_loop)
 
 
 @pytest.mark.parametrize("event_loop", ["asyncio", "trio"])
@@ -324,16 +333,10 @@ def test_cancelled_aencode_file_leaves_no_pending_future(tmp_path: Path, event_l
     )
     executor = LoggingExecutor(worker_count=2, delay=0.05)
 
-    async def cancel_soon() -> list[str]:
-        with anyio.move_on_after(0.12):
-            await tokenizer.aencode_file(path, output, executor=executor, chunk_size=4096)
-            raise AssertionError("encoding finished although it was cancelled")
-        return [repr(f) for f in executor.futures if not (f.done() or f.running())]
+    async def encode() -> object:
+        return await tokenizer.aencode_file(path, output, executor=executor, chunk_size=4096)
 
-    with executor:
-        pending = anyio.run(cancel_soon, backend=event_loop)
-        assert pending == []
-        assert any(future.cancelled() for future in executor.futures)
+    assert_cancelling_leaves_nothing_queued(executor, encode, event_loop)
     assert not output.exists()
 
 
@@ -404,45 +407,19 @@ def test_cli_trains_on_several_inputs_and_jsonl(
     """Guards ``streambpe train A B 'glob'``: the CLI passes every input and the jsonl options on."""
     from streambpe.cli import main
 
+    def trained_merges(name: str, *argv: str) -> list[tuple[bytes, bytes]]:
+        out = tmp_path / name
+        options = ["--vocab-size", str(VOCAB), "--special-token", EOT, "--out", str(out), "--quiet"]
+        assert main(["train", *argv, *options]) == 0
+        return streambpe.Tokenizer.load(out).merges
+
     paths = _write_shards(tmp_path / "shards", documents, shards=4)
-    out = tmp_path / "tok"
-    argv = ["train", str(paths[0]), str(tmp_path / "shards" / "shard-0[123].txt")]
-    assert (
-        main(
-            [
-                *argv,
-                "--vocab-size",
-                str(VOCAB),
-                "--special-token",
-                EOT,
-                "--out",
-                str(out),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
-    assert streambpe.Tokenizer.load(out).merges == reference[1]
+    glob = str(tmp_path / "shards" / "shard-0[123].txt")
+    assert trained_merges("tok", str(paths[0]), glob) == reference[1]
     records = tmp_path / "records.data"
     records.write_text("".join(json.dumps({"body": d}) + "\n" for d in documents))
-    argv = ["train", str(records), "--input-format", "jsonl", "--text-field", "body"]
-    out = tmp_path / "tok-jsonl"
-    assert (
-        main(
-            [
-                *argv,
-                "--vocab-size",
-                str(VOCAB),
-                "--special-token",
-                EOT,
-                "--out",
-                str(out),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
-    assert streambpe.Tokenizer.load(out).merges == reference[1]
+    jsonl_options = ["--input-format", "jsonl", "--text-field", "body"]
+    assert trained_merges("tok-jsonl", str(records), *jsonl_options) == reference[1]
 
 
 # --------------------------------------------------------------------------- remote inputs and the planner
