@@ -263,10 +263,10 @@ def test_killed_dask_worker_without_retries_is_a_clear_error(
 class LoggingExecutor(Executor):
     """A thread pool that records every future it hands out, and says it has ``worker_count`` workers."""
 
-    def __init__(self, worker_count: int = 2, delay: float = 0.0) -> None:
+    def __init__(self, worker_count: int = 2, delay: float = 0.0, threads: int = 2) -> None:
         self.worker_count = worker_count
         self.delay = delay
-        self.inner = ThreadPoolExecutor(2)
+        self.inner = ThreadPoolExecutor(threads)
         self.futures: list[Future[Any]] = []
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
@@ -296,16 +296,27 @@ def test_executor_reporting_eight_workers_gets_sixteen_tasks(tmp_path: Path) -> 
 def assert_cancelling_leaves_nothing_queued(
     executor: LoggingExecutor, call: Callable[[], Awaitable[object]], event_loop: str
 ) -> None:
-    """Cancel ``call`` after 0.12 s; right when it returns, every future ran or was cancelled."""
+    """Cancel ``call`` once it has three tasks out; when it returns, every future ran or was cancelled.
 
-    async def cancel_soon() -> list[str]:
-        with anyio.move_on_after(0.12):
+    ``executor`` must run fewer tasks at once than the call keeps out, each
+    for at least its ``delay``, so that at the cancel a task is still queued
+    and the test sees it cancelled.
+    """
+
+    async def cancel_with_work_queued() -> list[str]:
+        async def run() -> None:
             await call()
             raise AssertionError("the call finished although it was cancelled")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            while len(executor.futures) < 3:
+                await anyio.sleep(0.005)
+            group.cancel_scope.cancel()
         return [repr(f) for f in executor.futures if not (f.done() or f.running())]
 
     with executor:
-        assert anyio.run(cancel_soon, backend=event_loop) == []
+        assert anyio.run(cancel_with_work_queued, backend=event_loop) == []
         assert any(future.cancelled() for future in executor.futures)
 
 
@@ -331,7 +342,8 @@ def test_cancelled_aencode_file_leaves_no_pending_future(tmp_path: Path, event_l
     tokenizer = streambpe.Tokenizer.from_files(
         *_trained_files(tmp_path, path), special_tokens=[EOT]
     )
-    executor = LoggingExecutor(worker_count=2, delay=0.05)
+    # One thread under two reported workers: encoding keeps more tasks out than run.
+    executor = LoggingExecutor(worker_count=2, delay=0.05, threads=1)
 
     async def encode() -> object:
         return await tokenizer.aencode_file(path, output, executor=executor, chunk_size=4096)
