@@ -251,6 +251,17 @@ def test_recently_used_pieces_survive_eviction() -> None:
     assert (hits, misses) == (2000, 2001)
 
 
+def test_pieces_with_many_ids_are_cached_in_the_large_lines() -> None:
+    """A piece too big for a 64-byte line (20 bytes, 20 ids) still hits once cached."""
+    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
+    piece = "abcdefghijklmnopqrst"
+    for _ in range(3):
+        out: list[int] = []
+        encoding.encode_pieces([piece], out)
+        assert out == list(piece.encode())
+    assert encoding.cache_info() == (2, 1, 64, 1)
+
+
 def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:
     encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
     long_piece = "x" * 40

@@ -29,6 +29,11 @@
 
 namespace streambpe {
 
+// Marks a function that only prefetches. GCC deems such a function free of
+// side effects, and where it is not inlined early it deletes the call as
+// dead code, prefetch and all; inlining it always keeps the prefetch.
+#define PREFETCHER __attribute__((always_inline)) inline
+
 // What one byte string is to the encoder; either field may be NONE32.
 struct TokenInfo {
     uint32_t unit;    // its BPE unit (a single byte or a ranked token)
@@ -67,7 +72,7 @@ public:
     }
 
     // Starts loading the slot where a lookup of ``hash`` begins.
-    void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
+    PREFETCHER void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
     // The info of ``key`` (``hash == hash_bytes(key, n)``), or nullptr.
     const TokenInfo* find(const uint8_t* key, size_t n, uint64_t hash) const {
@@ -97,9 +102,45 @@ private:
         return load_le(key, n < HEAD ? n : HEAD);
     }
 
-    std::vector<Slot> slots_;
+    TableVector<Slot> slots_;
     std::string tails_;
     size_t mask_ = 0;
+};
+
+// ------------------------------------------------------------ pair filter
+
+// A one-hash Bloom filter over the pairs of units that merge. Most pair
+// lookups in BPE find nothing (about two in three on prose: the pairs left
+// when a piece is done, and most along the way), and the pair table is
+// megabytes of random reads. This bit array is small enough to stay in the
+// core's L2 cache, and answers "certainly not" for most such lookups.
+class PairFilter {
+public:
+    // Sized for ``pairs`` keys: about 16 bits each, at most 4 Mi bits (512 KiB).
+    void reset(size_t pairs) {
+        size_t bits = 1 << 12;
+        while (bits < pairs * 16 && bits < MAX_BITS) bits *= 2;
+        shift_ = 64;
+        for (size_t b = bits; b > 1; b /= 2) --shift_;
+        words_.assign(bits / 64, 0);
+    }
+    void add(uint64_t key) {
+        const uint64_t bit = position(key);
+        words_[bit / 64] |= uint64_t(1) << (bit % 64);
+    }
+    bool may_contain(uint64_t key) const {
+        const uint64_t bit = position(key);
+        return (words_[bit / 64] >> (bit % 64)) & 1;
+    }
+
+private:
+    static constexpr size_t MAX_BITS = size_t(1) << 22;
+    // Another multiplier than U64Map's, so the filter's collisions and the
+    // table's are independent.
+    uint64_t position(uint64_t key) const { return (key * 0xd1b54a32d192ed03ULL) >> shift_; }
+
+    std::vector<uint64_t> words_;
+    unsigned shift_ = 64;
 };
 
 // --------------------------------------------------------- piece merging
@@ -198,12 +239,14 @@ public:
                 }
             }
         }
+        merge_filter_.reset(merges_.size());
+        merges_.for_each([this](uint64_t key, uint32_t) { merge_filter_.add(key); });
     }
 
     const TokenInfo* lookup(const uint8_t* token, size_t n, uint64_t hash) const {
         return tokens_.find(token, n, hash);
     }
-    void prefetch(uint64_t hash) const { tokens_.prefetch(hash); }
+    PREFETCHER void prefetch(uint64_t hash) const { tokens_.prefetch(hash); }
     const TokenInfo* lookup(const uint8_t* token, size_t n) const {
         return tokens_.find(token, n, hash_bytes(token, n));
     }
@@ -238,7 +281,9 @@ private:
     // The unit (L + R) that adjacent units L, R merge into, or NONE32.
     uint32_t merged(uint32_t left, uint32_t right) const {
         if ((left | right) < 256) return byte_merges_[left << 8 | right];
-        const uint32_t* unit = merges_.find(pair_key(left, right));
+        const uint64_t key = pair_key(left, right);
+        if (!merge_filter_.may_contain(key)) return NONE32;
+        const uint32_t* unit = merges_.find(key);
         return unit ? *unit : NONE32;
     }
 
@@ -341,91 +386,160 @@ private:
     // that stays in cache; NONE32 marks "no merge" there.
     std::vector<uint32_t> byte_merges_;
     U64Map<uint32_t> merges_;
+    PairFilter merge_filter_;  // the keys of merges_, to skip most lookups that would fail
 };
 
 // ------------------------------------------------------------ piece cache
 
-// Piece bytes -> output indexes, bounded by ``maxsize`` entries.
-//
-// Set-associative, like a CPU cache: a piece's hash picks a set of up to
-// four 64-byte lines, each holding one piece (up to 24 bytes) and its outputs
-// (up to 6) inline, so a hit reads one small, contiguous block of memory.
+// One set-associative store of pieces and their outputs, in lines of
+// ``LINE`` bytes. A piece's hash picks a set of up to four lines; each line
+// holds one piece and its outputs inline (the outputs first, then the
+// piece's bytes), so a hit reads one small, contiguous block of memory.
 // Within a set the lines are kept most recently used first: a hit moves its
 // line to the front and a new piece evicts the last one, an LRU per set.
-// Pieces that do not fit a line are not cached (they are rare, and long
-// enough that BPE dwarfs a lookup). maxsize == 0 stores nothing.
-class PieceCache {
+template <size_t LINE>
+class LineStore {
 public:
-    static constexpr size_t MAX_PIECE = 24;
-    static constexpr size_t MAX_OUTPUTS = 6;
+    // Bytes a line has for outputs (4 each) and piece bytes together.
+    static constexpr size_t AREA = LINE - 12;
 
-    explicit PieceCache(size_t maxsize) : maxsize_(maxsize) {
-        ways_ = maxsize < WAYS ? maxsize : WAYS;
-        sets_ = 0;
-        if (ways_ > 0) {
-            sets_ = 1;
-            while (sets_ * 2 * ways_ <= maxsize) sets_ *= 2;
-        }
-        // Zeroed memory is an empty cache, and calloc touches pages only as
-        // they are used; one spare line leaves room to align to 64 bytes.
-        raw_ = std::calloc(sets_ * ways_ + 1, sizeof(Line));
-        if (raw_ == nullptr) throw std::bad_alloc();
+    static bool fits(size_t n, size_t count) { return n + 4 * count <= AREA; }
+
+    explicit LineStore(size_t entries) {
+        ways_ = entries < WAYS ? entries : WAYS;
+        sets_ = ways_ > 0 ? entries / ways_ : 0;
+        // Zeroed memory is an empty store, touched only as it is used; one
+        // spare line leaves room to align to 64 bytes.
+        bytes_ = (sets_ * ways_ + 1) * sizeof(Line);
+        raw_ = allocate_table(bytes_);
         const uintptr_t address = reinterpret_cast<uintptr_t>(raw_);
         lines_ = reinterpret_cast<Line*>((address + alignof(Line) - 1) & ~uintptr_t(alignof(Line) - 1));
     }
-    ~PieceCache() { std::free(raw_); }
-    PieceCache(const PieceCache&) = delete;
-    PieceCache& operator=(const PieceCache&) = delete;
+    ~LineStore() { free_table(raw_, bytes_); }
+    LineStore(const LineStore&) = delete;
+    LineStore& operator=(const LineStore&) = delete;
 
-    // Appends the cached outputs of ``piece`` to ``out`` and returns true on
-    // a hit; counts the lookup either way.
+    // Appends the stored outputs of ``piece`` to ``out``; false if absent.
     bool get(const uint8_t* piece, size_t n, uint64_t hash, std::vector<uint32_t>& out) {
-        if (sets_ > 0 && n <= MAX_PIECE) {
-            Line* set = lines_ + (hash & (sets_ - 1)) * ways_;
-            for (size_t way = 0; way < ways_; ++way) {
-                Line& line = set[way];
-                if (line.hash == hash && line.length == n && line.count > 0 &&
-                    std::memcmp(line.piece, piece, n) == 0) {
-                    out.insert(out.end(), line.outputs, line.outputs + line.count);
-                    if (way > 0) {
-                        const Line found = line;
-                        std::memmove(set + 1, set, way * sizeof(Line));
-                        set[0] = found;
-                    }
-                    ++hits_;
-                    return true;
+        if (sets_ == 0) return false;
+        Line* set = set_of(hash);
+        for (size_t way = 0; way < ways_; ++way) {
+            Line& line = set[way];
+            const size_t count = line.count;
+            if (line.hash == hash && line.length == n && count > 0 &&
+                std::memcmp(line.area + 4 * count, piece, n) == 0) {
+                const size_t at = out.size();
+                out.resize(at + count);
+                std::memcpy(out.data() + at, line.area, 4 * count);
+                if (way > 0) {
+                    const Line found = line;
+                    std::memmove(set + 1, set, way * sizeof(Line));
+                    set[0] = found;
                 }
+                return true;
             }
         }
-        ++misses_;
         return false;
     }
 
-    // Starts loading the set a lookup of ``hash`` reads.
-    void prefetch(uint64_t hash) const {
+    // Starts loading the front of the set a lookup of ``hash`` reads.
+    PREFETCHER void prefetch(uint64_t hash) const {
         if (sets_ == 0) return;
-        const Line* set = lines_ + (hash & (sets_ - 1)) * ways_;
-        __builtin_prefetch(set);
-        __builtin_prefetch(set + 1);
+        const char* front = reinterpret_cast<const char*>(set_of(hash));
+        __builtin_prefetch(front);
+        __builtin_prefetch(front + 64);
     }
 
-    // Stores the outputs of a piece that ``get`` just missed.
+    // Stores a piece that ``get`` just missed (``fits(n, count)`` holds).
     void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
-        if (sets_ == 0 || n > MAX_PIECE || count == 0 || count > MAX_OUTPUTS) return;
-        Line* set = lines_ + (hash & (sets_ - 1)) * ways_;
+        if (sets_ == 0) return;
+        Line* set = set_of(hash);
         if (set[ways_ - 1].count == 0) ++size_;  // the evicted line was free
         std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
         Line& line = set[0];
         line.hash = hash;
         line.length = uint8_t(n);
         line.count = uint8_t(count);
-        std::memcpy(line.piece, piece, n);
-        std::memcpy(line.outputs, outputs, count * sizeof(uint32_t));
+        std::memcpy(line.area, outputs, 4 * count);
+        std::memcpy(line.area + 4 * count, piece, n);
     }
 
     void clear() {
         if (sets_ > 0) std::memset(lines_, 0, sets_ * ways_ * sizeof(Line));
-        hits_ = misses_ = size_ = 0;
+        size_ = 0;
+    }
+
+    size_t size() const { return size_; }
+
+private:
+    static constexpr size_t WAYS = 4;
+    static_assert(LINE % 64 == 0 && LINE - 12 <= 255, "whole cache lines; lengths fit a byte");
+    struct alignas(64) Line {
+        uint64_t hash;
+        uint8_t length;
+        uint8_t count;  // 0 marks a free line
+        uint8_t unused[2];
+        uint8_t area[AREA];  // 4-byte aligned: the outputs, then the piece
+    };
+
+    // Sets need not be a power of two: the hash's high half scales to them.
+    Line* set_of(uint64_t hash) const { return lines_ + ((hash >> 32) * sets_ >> 32) * ways_; }
+
+    size_t ways_;
+    size_t sets_;
+    size_t bytes_;
+    void* raw_;
+    Line* lines_;
+    size_t size_ = 0;
+};
+
+// Piece bytes -> output indexes, bounded by ``maxsize`` entries in all.
+//
+// Two LineStores: 64-byte lines for the common case (a piece and its outputs
+// within 52 bytes, such as 24 bytes with six ids), and a quarter of the
+// entries in 128-byte lines for longer pieces with many ids, which are the
+// costliest to merge again (CJK text, runs of symbols). Which store holds a
+// piece depends on its length and id count; a piece of up to ten bytes
+// always fits the small one, so only longer pieces look in both. Pieces that
+// fit neither are not cached (they are rare, and long enough that BPE
+// dwarfs a lookup). maxsize == 0 stores nothing.
+class PieceCache {
+public:
+    explicit PieceCache(size_t maxsize)
+        : maxsize_(maxsize), small_(maxsize - maxsize / 4), large_(maxsize / 4) {}
+
+    // Appends the cached outputs of ``piece`` to ``out`` and returns true on
+    // a hit; counts the lookup either way.
+    bool get(const uint8_t* piece, size_t n, uint64_t hash, std::vector<uint32_t>& out) {
+        if ((may_be_small(n) && small_.get(piece, n, hash, out)) ||
+            (may_be_large(n) && large_.get(piece, n, hash, out))) {
+            ++hits_;
+            return true;
+        }
+        ++misses_;
+        return false;
+    }
+
+    // Starts loading the sets a lookup of a piece of ``n`` bytes reads.
+    PREFETCHER void prefetch(size_t n, uint64_t hash) const {
+        if (may_be_small(n)) small_.prefetch(hash);
+        if (may_be_large(n)) large_.prefetch(hash);
+    }
+
+    // Stores the outputs of a piece that ``get`` just missed.
+    void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
+        if (count == 0) return;
+        if (Small::fits(n, count)) {
+            small_.put(piece, n, hash, outputs, count);
+        } else if (Large::fits(n, count)) {
+            large_.put(piece, n, hash, outputs, count);
+        }
+    }
+
+    void clear() {
+        small_.clear();
+        large_.clear();
+        hits_ = misses_ = 0;
     }
 
     // Counts a lookup answered without the cache and without BPE (a piece that
@@ -435,24 +549,21 @@ public:
     size_t hits() const { return hits_; }
     size_t misses() const { return misses_; }
     size_t maxsize() const { return maxsize_; }
-    size_t size() const { return size_; }
+    size_t size() const { return small_.size() + large_.size(); }
 
 private:
-    static constexpr size_t WAYS = 4;
-    struct alignas(64) Line {
-        uint64_t hash;
-        uint8_t length;
-        uint8_t count;  // 0 marks a free line
-        uint8_t piece[MAX_PIECE];
-        uint32_t outputs[MAX_OUTPUTS];
-    };
+    using Small = LineStore<64>;
+    using Large = LineStore<128>;
+    // A piece has at least one byte per id, so one of up to ten bytes always
+    // fits a small line, and only a piece of over ten bytes can need a large one.
+    static bool may_be_small(size_t n) { return Small::fits(n, 1); }
+    static bool may_be_large(size_t n) { return n > 10 && Large::fits(n, 1); }
+    static_assert(Small::AREA >= 10 * 5, "a piece of ten bytes and ten ids fits a small line");
 
     size_t maxsize_;
-    size_t ways_;
-    size_t sets_;
-    void* raw_;
-    Line* lines_;
-    size_t hits_ = 0, misses_ = 0, size_ = 0;
+    Small small_;
+    Large large_;
+    size_t hits_ = 0, misses_ = 0;
 };
 
 // ------------------------------------------------------------ text encoder
@@ -573,7 +684,7 @@ public:
                                              : utf8_.data() + pending.first;
                 pending.hash = hash_bytes(piece, pending.size);
                 merger_->prefetch(pending.hash);
-                cache_.prefetch(pending.hash);
+                cache_.prefetch(pending.size, pending.hash);
                 batch_.push_back(pending);
                 if (batch_.size() < BATCH) return true;
                 return flush() && out.size() < budget;
