@@ -116,10 +116,11 @@ private:
 // core's L2 cache, and answers "certainly not" for most such lookups.
 class PairFilter {
 public:
-    // Sized for ``pairs`` keys: about 16 bits each, at most 4 Mi bits (512 KiB).
+    // Sized for ``pairs`` keys: about 8 bits each (a tenth are false
+    // positives), at most 2 Mi bits (256 KiB).
     void reset(size_t pairs) {
         size_t bits = 1 << 12;
-        while (bits < pairs * 16 && bits < MAX_BITS) bits *= 2;
+        while (bits < pairs * 8 && bits < MAX_BITS) bits *= 2;
         shift_ = 64;
         for (size_t b = bits; b > 1; b /= 2) --shift_;
         words_.assign(bits / 64, 0);
@@ -134,7 +135,7 @@ public:
     }
 
 private:
-    static constexpr size_t MAX_BITS = size_t(1) << 22;
+    static constexpr size_t MAX_BITS = size_t(1) << 21;
     // Another multiplier than U64Map's, so the filter's collisions and the
     // table's are independent.
     uint64_t position(uint64_t key) const { return (key * 0xd1b54a32d192ed03ULL) >> shift_; }
