@@ -107,20 +107,22 @@ private:
     size_t mask_ = 0;
 };
 
-// ------------------------------------------------------------ pair filter
+// ------------------------------------------------------------ bit filter
 
-// A one-hash Bloom filter over the pairs of units that merge. Most pair
-// lookups in BPE find nothing (about two in three on prose: the pairs left
-// when a piece is done, and most along the way), and the pair table is
-// megabytes of random reads. This bit array is small enough to stay in the
-// core's L2 cache, and answers "certainly not" for most such lookups.
-class PairFilter {
+// A one-hash Bloom filter over 64-bit keys: "certainly not" for most keys
+// not added, from a bit array small enough to stay in the core's L2 cache.
+// Two uses. Most pair lookups in BPE find nothing (about two in three on
+// prose: the pairs left when a piece is done, and most along the way), and
+// the pair table is megabytes of random reads. And over half the pieces of
+// prose are not tokens, so looking them up in the vocabulary table (also
+// megabytes) only to miss is a read the filter saves.
+class BitFilter {
 public:
-    // Sized for ``pairs`` keys: about 8 bits each (a tenth are false
+    // Sized for ``keys`` keys: about 8 bits each (a tenth are false
     // positives), at most 2 Mi bits (256 KiB).
-    void reset(size_t pairs) {
+    void reset(size_t keys) {
         size_t bits = 1 << 12;
-        while (bits < pairs * 8 && bits < MAX_BITS) bits *= 2;
+        while (bits < keys * 8 && bits < MAX_BITS) bits *= 2;
         shift_ = 64;
         for (size_t b = bits; b > 1; b /= 2) --shift_;
         words_.assign(bits / 64, 0);
@@ -137,7 +139,7 @@ public:
 private:
     static constexpr size_t MAX_BITS = size_t(1) << 21;
     // Another multiplier than U64Map's, so the filter's collisions and the
-    // table's are independent.
+    // tables' are independent.
     uint64_t position(uint64_t key) const { return (key * 0xd1b54a32d192ed03ULL) >> shift_; }
 
     std::vector<uint64_t> words_;
@@ -217,6 +219,14 @@ public:
             entries.emplace_back(entry.first, TokenInfo{entry.second.unit, entry.second.output});
         }
         tokens_.build(entries);
+        size_t with_output = 0;
+        for (const auto& entry : entries) with_output += entry.second.output != NONE32;
+        token_filter_.reset(with_output);
+        for (const auto& entry : entries) {
+            if (entry.second.output == NONE32) continue;
+            const auto* bytes = reinterpret_cast<const uint8_t*>(entry.first.data());
+            token_filter_.add(hash_bytes(bytes, entry.first.size()));
+        }
         unit_output_.resize(units);
         for (size_t unit = 0; unit < units; ++unit) {
             const TokenInfo* info = lookup(unit_bytes(uint32_t(unit)), unit_length(uint32_t(unit)));
@@ -248,6 +258,9 @@ public:
         return tokens_.find(token, n, hash);
     }
     PREFETCHER void prefetch(uint64_t hash) const { tokens_.prefetch(hash); }
+    // False for most pieces (``hash`` their hash_bytes) that have no output
+    // of their own; never for one that has.
+    bool may_be_token(uint64_t hash) const { return token_filter_.may_contain(hash); }
     const TokenInfo* lookup(const uint8_t* token, size_t n) const {
         return tokens_.find(token, n, hash_bytes(token, n));
     }
@@ -387,7 +400,8 @@ private:
     // that stays in cache; NONE32 marks "no merge" there.
     std::vector<uint32_t> byte_merges_;
     U64Map<uint32_t> merges_;
-    PairFilter merge_filter_;  // the keys of merges_, to skip most lookups that would fail
+    BitFilter merge_filter_;   // the keys of merges_, to skip most lookups that would fail
+    BitFilter token_filter_;   // the hashes of the keys with an output: most other pieces skip tokens_
 };
 
 // ------------------------------------------------------------ piece cache
@@ -605,11 +619,13 @@ public:
                        EncodeProblem& problem) {
         // Most pieces of real text are tokens themselves: answer those from
         // the vocabulary, and keep the cache for the pieces that need BPE.
-        const TokenInfo* whole = merger_->lookup(piece, n, hash);
-        if (whole != nullptr && whole->output != NONE32) {
-            cache_.count_hit();
-            out.push_back(whole->output);
-            return true;
+        if (merger_->may_be_token(hash)) {
+            const TokenInfo* whole = merger_->lookup(piece, n, hash);
+            if (whole != nullptr && whole->output != NONE32) {
+                cache_.count_hit();
+                out.push_back(whole->output);
+                return true;
+            }
         }
         if (cache_.get(piece, n, hash, out)) return true;
         if (n >= NONE32) {
@@ -684,8 +700,13 @@ public:
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
                                              : utf8_.data() + pending.first;
                 pending.hash = hash_bytes(piece, pending.size);
-                merger_->prefetch(pending.hash);
-                cache_.prefetch(pending.size, pending.hash);
+                // Read ahead what the lookup will need: the vocabulary for a
+                // piece that may be a token, the cache for the others.
+                if (merger_->may_be_token(pending.hash)) {
+                    merger_->prefetch(pending.hash);
+                } else {
+                    cache_.prefetch(pending.size, pending.hash);
+                }
                 batch_.push_back(pending);
                 if (batch_.size() < BATCH) return true;
                 return flush() && out.size() < budget;
