@@ -123,8 +123,7 @@ public:
     void reset(size_t keys) {
         size_t bits = 1 << 12;
         while (bits < keys * 8 && bits < MAX_BITS) bits *= 2;
-        shift_ = 64;
-        for (size_t b = bits; b > 1; b /= 2) --shift_;
+        shift_ = 64 - __builtin_ctzll(bits);  // position() keeps the top log2(bits) bits
         words_.assign(bits / 64, 0);
     }
     void add(uint64_t key) {
