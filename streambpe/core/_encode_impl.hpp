@@ -164,6 +164,7 @@ public:
     // rescanning all pairs after each merge (n^2): measured on base64 text,
     // the rescan is faster up to about a hundred bytes.
     static constexpr size_t HEAP_THRESHOLD = 96;
+    static_assert(HEAP_THRESHOLD <= 128, "least_packed keeps a pair's index in 7 bits");
 
     void add_output(const uint8_t* token, size_t n, uint32_t output) {
         building_[key_of(token, n)].output = output;
@@ -204,6 +205,7 @@ public:
             building_[*ranked[index].second].unit = uint32_t(unit);
         }
         unit_offset_[units] = uint32_t(unit_bytes_.size());
+        packed_keys_ = !ties_ && units < (size_t(1) << 24);
 
         std::vector<std::pair<std::string, TokenInfo>> entries;
         entries.reserve(building_.size() + 256);
@@ -294,6 +296,11 @@ private:
     // The unit (L + R) that adjacent units L, R merge into, or NONE32.
     uint32_t merged(uint32_t left, uint32_t right) const {
         if ((left | right) < 256) return byte_merges_[left << 8 | right];
+        return merged_units(left, right);
+    }
+
+    // The same for a pair with at least one ranked token.
+    uint32_t merged_units(uint32_t left, uint32_t right) const {
         const uint64_t key = pair_key(left, right);
         if (!merge_filter_.may_contain(key)) return NONE32;
         const uint32_t* unit = merges_.find(key);
@@ -312,33 +319,107 @@ private:
         return info ? info->unit : NONE32;
     }
 
-    // Like bpe.merge_piece: after each merge only the two pairs beside it change.
+    // Like bpe.merge_piece: after each merge only the two pairs beside it
+    // change. Written for few branches, since a short piece's merging is
+    // dominated by mispredicted branches rather than by its few dozen steps:
+    // the first pairs are all single bytes (one read of the dense table
+    // each), the least pair is found with a branch-free minimum over whole
+    // chunks, and the arrays close up with fixed-width copies instead of
+    // memmove calls.
+    //
+    // After its live entries pair[] holds two chunks of NONE32 ("no merge"),
+    // so the minimum may read whole chunks. close_up keeps this: it shifts
+    // the padding down with the entries.
     void merge_short(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
-        uint32_t parts[HEAP_THRESHOLD];
-        uint32_t pair[HEAP_THRESHOLD];  // pair[i]: what parts[i], parts[i + 1] merge into
+        if (n < 2) {  // nothing to merge (and no pair to pad)
+            out.insert(out.end(), piece, piece + n);
+            return;
+        }
+        uint32_t parts[HEAP_THRESHOLD + SLACK];
+        uint32_t pair[HEAP_THRESHOLD + SLACK];  // pair[i]: what parts[i], parts[i + 1] merge into
         for (size_t i = 0; i < n; ++i) parts[i] = piece[i];
+        for (size_t i = 0; i + 1 < n; ++i) pair[i] = byte_merges_[piece[i] << 8 | piece[i + 1]];
+        std::fill(pair + n - 1, pair + n - 1 + 2 * CHUNK, NONE32);
         size_t count = n;
-        for (size_t i = 0; i + 1 < count; ++i) pair[i] = merged(parts[i], parts[i + 1]);
         while (count > 1) {
-            size_t best = 0;
-            uint32_t best_order = order(pair[0]);
-            // Strictly lower wins, so ties go to the leftmost pair.
-            for (size_t i = 1; i + 1 < count; ++i) {
-                const uint32_t candidate = order(pair[i]);
-                if (candidate < best_order) {
-                    best = i;
-                    best_order = candidate;
-                }
-            }
-            if (best_order == NONE32) break;
+            const uint64_t least = packed_keys_ ? least_packed(pair, count - 1)
+                                   : ties_      ? least_pair<true>(pair, count - 1)
+                                                : least_pair<false>(pair, count - 1);
+            if (least >> 32 == NONE32) break;
+            const size_t best = uint32_t(least);
             parts[best] = pair[best];
             --count;
-            std::memmove(parts + best + 1, parts + best + 2, (count - best - 1) * sizeof(uint32_t));
-            std::memmove(pair + best, pair + best + 1, (count - best - 1) * sizeof(uint32_t));
-            if (best > 0) pair[best - 1] = merged(parts[best - 1], parts[best]);
-            if (best + 1 < count) pair[best] = merged(parts[best], parts[best + 1]);
+            close_up(parts + best + 1, count - best - 1);
+            close_up(pair + best, count - best - 1);
+            // The merged part is a ranked token, never a single byte, so
+            // both new pairs skip the byte table.
+            if (best > 0) pair[best - 1] = merged_units(parts[best - 1], parts[best]);
+            if (best + 1 < count) pair[best] = merged_units(parts[best], parts[best + 1]);
         }
         out.insert(out.end(), parts, parts + count);
+    }
+
+    static constexpr size_t CHUNK = 8;
+    static constexpr size_t SLACK = 3 * CHUNK;
+
+    // (order << 32 | index) of the first-merging pair among the first
+    // ``pairs`` entries; its order is NONE32 if none merges. The index in
+    // the low bits makes the minimum the leftmost of equal orders. Reads
+    // whole chunks: the padding after the live entries never merges.
+    template <bool TIES>
+    uint64_t least_pair(const uint32_t* pair, size_t pairs) const {
+        uint64_t least = UINT64_MAX;
+        size_t base = 0;
+        do {
+            for (size_t i = base; i < base + CHUNK; ++i) {
+                const uint64_t candidate = uint64_t(TIES ? order(pair[i]) : pair[i]) << 32 | i;
+                least = candidate < least ? candidate : least;
+            }
+            base += CHUNK;
+        } while (base < pairs);
+        return least;
+    }
+
+    // least_pair<false> four lanes at a time. A unit below 2^24 shifted left
+    // by 7 leaves room for an index below 128 (HEAP_THRESHOLD keeps it so)
+    // and stays below 2^31, while NONE32 shifted the same way lands above
+    // every such key; so one 32-bit minimum finds the least unit and, among
+    // equal ones, the leftmost.
+    typedef uint32_t Lanes __attribute__((vector_size(16)));
+    static Lanes lane_min(Lanes x, Lanes y) {
+        const Lanes lower = x < y;  // all ones where x is lower
+        return (x & lower) | (y & ~lower);
+    }
+    uint64_t least_packed(const uint32_t* pair, size_t pairs) const {
+        const Lanes step = {4, 4, 4, 4};
+        Lanes index = {0, 1, 2, 3};
+        Lanes least = {NONE32, NONE32, NONE32, NONE32};
+        size_t base = 0;
+        do {
+            for (size_t half = 0; half < CHUNK; half += 4) {
+                Lanes units;
+                std::memcpy(&units, pair + base + half, sizeof units);
+                least = lane_min(units << 7 | index, least);
+                index += step;
+            }
+            base += CHUNK;
+        } while (base < pairs);
+        uint32_t key = least[0];
+        for (int lane = 1; lane < 4; ++lane) key = least[lane] < key ? least[lane] : key;
+        if (key >= NONE32 << 7) return uint64_t(NONE32) << 32;
+        return uint64_t(key >> 7) << 32 | (key & 127);
+    }
+
+    // Moves ``length`` entries from at + 1 down to at, a chunk at a time;
+    // each chunk is read whole before it is written, which is safe for a
+    // move one entry down. The chunks always reach at[length], so the first
+    // padding entry moves down too and the vacated last entry reads NONE32.
+    static void close_up(uint32_t* at, size_t length) {
+        for (size_t i = 0; i <= length; i += CHUNK) {
+            uint32_t chunk[CHUNK];
+            std::memcpy(chunk, at + i + 1, sizeof chunk);
+            std::memcpy(at + i, chunk, sizeof chunk);
+        }
     }
 
     // The same merges in O(n log n): parts form a linked list over their start
@@ -394,6 +475,7 @@ private:
     std::vector<uint32_t> unit_output_;  // unit -> output index, or NONE32
     std::vector<uint32_t> unit_order_;   // unit -> rank order (consulted only when ties_)
     bool ties_ = false;                // whether two ranked tokens share a rank
+    bool packed_keys_ = false;         // whether merge_short may use least_packed
     // (left unit, right unit) -> the unit they merge into. Pairs of single
     // bytes, the first lookups of every piece, sit in a dense 256 KiB table
     // that stays in cache; NONE32 marks "no merge" there.
@@ -610,15 +692,17 @@ public:
     // problem, returns false with ``problem`` set (``out`` is then partial).
     bool encode_piece(const uint8_t* piece, size_t n, std::vector<uint32_t>& out,
                       EncodeProblem& problem) {
-        return encode_hashed(piece, n, hash_bytes(piece, n), out, problem);
+        const uint64_t hash = hash_bytes(piece, n);
+        return encode_hashed(piece, n, hash, merger_->may_be_token(hash), out, problem);
     }
 
-    // The same, with ``hash == hash_bytes(piece, n)`` already known.
-    bool encode_hashed(const uint8_t* piece, size_t n, uint64_t hash, std::vector<uint32_t>& out,
-                       EncodeProblem& problem) {
+    // The same, with ``hash == hash_bytes(piece, n)`` and the vocabulary
+    // filter's answer for it already known.
+    bool encode_hashed(const uint8_t* piece, size_t n, uint64_t hash, bool may_be_token,
+                       std::vector<uint32_t>& out, EncodeProblem& problem) {
         // Most pieces of real text are tokens themselves: answer those from
         // the vocabulary, and keep the cache for the pieces that need BPE.
-        if (merger_->may_be_token(hash)) {
+        if (may_be_token) {
             const TokenInfo* whole = merger_->lookup(piece, n, hash);
             if (whole != nullptr && whole->output != NONE32) {
                 cache_.count_hit();
@@ -668,7 +752,8 @@ public:
             for (const Pending& pending : batch_) {
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
                                              : utf8_.data() + pending.first;
-                if (!encode_hashed(piece, pending.size, pending.hash, out, problem)) {
+                if (!encode_hashed(piece, pending.size, pending.hash, pending.may_be_token, out,
+                                   problem)) {
                     problem.position = pending.start;
                     return false;
                 }
@@ -684,7 +769,7 @@ public:
         problem.stopped = pretokenize::scan_pieces_of_kind(
             pattern, table, unit_size, data, length,
             [&](size_t start, size_t end) {
-                Pending pending{start, start, end - start, 0};
+                Pending pending{start, start, end - start, 0, false};
                 if (!ascii) {
                     pending.first = utf8_.size();
                     const size_t written =
@@ -699,9 +784,10 @@ public:
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
                                              : utf8_.data() + pending.first;
                 pending.hash = hash_bytes(piece, pending.size);
+                pending.may_be_token = merger_->may_be_token(pending.hash);
                 // Read ahead what the lookup will need: the vocabulary for a
                 // piece that may be a token, the cache for the others.
-                if (merger_->may_be_token(pending.hash)) {
+                if (pending.may_be_token) {
                     merger_->prefetch(pending.hash);
                 } else {
                     cache_.prefetch(pending.size, pending.hash);
@@ -718,12 +804,14 @@ public:
 private:
     // A piece of the text waiting in the batch: its code units start at
     // ``start``; its UTF-8 is ``size`` bytes at ``first`` in the text (ASCII)
-    // or in utf8_.
+    // or in utf8_; ``hash`` and ``may_be_token`` are its hash and what the
+    // vocabulary filter says of it.
     struct Pending {
         size_t start;
         size_t first;
         size_t size;
         uint64_t hash;
+        bool may_be_token;
     };
     static constexpr size_t BATCH = 16;
 
@@ -731,7 +819,7 @@ private:
     PieceCache cache_;
     std::vector<uint32_t> units_;   // scratch for BPE
     std::vector<Pending> batch_;    // pieces scanned, not yet encoded
-    std::vector<uint8_t> utf8_;     // the UTF-8 of the batch's pieces (non-ASCII text)
+    pretokenize::ByteBuffer utf8_;  // the UTF-8 of the batch's pieces (non-ASCII text)
 };
 
 }  // namespace streambpe

@@ -82,7 +82,7 @@ private:
 
     std::vector<Entry> entries_;
     std::string keys_;
-    std::vector<uint8_t> utf8_;
+    pretokenize::ByteBuffer utf8_;
     size_t mask_ = 0;
     size_t distinct_ = 0;
 };
