@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import random
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -312,6 +313,26 @@ def test_r50k_ids_match_tiktoken(r50k_ranks: dict[bytes, int], r50k_encoding: An
     out: list[int] = []
     r50k_encoding.encode_pieces(regex.findall(patterns.GPT2, text), out)
     assert out == reference.encode_ordinary(text)
+
+
+def test_encoded_ids_are_appended_and_hold_their_own_references(r50k_encoding: Any) -> None:
+    """Ids arrive in blocks of 65,536 appended to ``out``; each id in a list is a reference of its own.
+
+    The blocks are handed over through a list that only lends its items, so a
+    missing or doubled reference would show in the ints' reference counts.
+    """
+    text = SAMPLE.read_text(encoding="utf-8") * 40  # past one block of ids
+    first: list[int] = []
+    r50k_encoding.encode_text(text, patterns.GPT2, None, first)
+    assert len(first) > 65536
+    token = next(id_ for id_ in first if id_ > 256)  # not one of CPython's shared small ints
+    before = sys.getrefcount(token)
+    again: list[int] = [7]
+    r50k_encoding.encode_text(text, patterns.GPT2, None, again)
+    assert again == [7, *first]
+    assert sys.getrefcount(token) == before + first.count(token)
+    del again
+    assert sys.getrefcount(token) == before
 
 
 def long_pieces(size: int) -> dict[str, bytes]:

@@ -28,7 +28,7 @@ str per piece.
 """
 
 from cpython.dict cimport PyDict_Next, PyDict_SetItem
-from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint32_t, uint64_t
@@ -456,12 +456,38 @@ cdef enum:
 cdef size_t _BLOCK = 1 << 16
 
 
-cdef int _extend_ids(list out, list ids, const vector[uint32_t]& outputs) except -1:
-    """Append the Python ints ``ids[output]`` for each output number to ``out``."""
-    cdef size_t index
-    for index in range(outputs.size()):
-        PyList_Append(out, <object>PyList_GET_ITEM(ids, outputs[index]))
-    return 0
+cdef extern from *:
+    """
+    #include <cstdint>
+    #include <vector>
+
+    // Appends the Python ints ids[output] for each output number to the list
+    // `out`; 0, or -1 with an exception set. The block's ids go into a list
+    // of their own first, which `out` takes in one slice assignment: a
+    // PyList_Append per id cost a call and a capacity check each, a tenth of
+    // the time of encoding prose.
+    //
+    // That list only lends its items: it holds borrowed references (`ids`
+    // keeps them alive; ints are not tracked by the garbage collector), the
+    // slice assignment takes its own, and emptying it before it is freed
+    // keeps them from being released twice.
+    static int streambpe_extend_ids(PyObject* out, PyObject* ids,
+                                    const std::vector<uint32_t>& outputs) {
+        const Py_ssize_t count = static_cast<Py_ssize_t>(outputs.size());
+        if (count == 0) return 0;
+        PyObject* block = PyList_New(count);
+        if (block == nullptr) return -1;
+        for (Py_ssize_t index = 0; index < count; ++index) {
+            PyList_SET_ITEM(block, index, PyList_GET_ITEM(ids, outputs[index]));
+        }
+        const Py_ssize_t end = PyList_GET_SIZE(out);
+        const int status = PyList_SetSlice(out, end, end, block);
+        Py_SET_SIZE(block, 0);
+        Py_DECREF(block);
+        return status;
+    }
+    """
+    int _extend_ids "streambpe_extend_ids" (list out, list ids, const vector[uint32_t]& outputs) except -1
 
 
 cdef class _Vocabulary:
