@@ -342,9 +342,8 @@ private:
         std::fill(pair + n - 1, pair + n - 1 + 2 * CHUNK, NONE32);
         size_t count = n;
         while (count > 1) {
-            const uint64_t least = packed_keys_ ? least_packed(pair, count - 1)
-                                   : ties_      ? least_pair<true>(pair, count - 1)
-                                                : least_pair<false>(pair, count - 1);
+            const uint64_t least =
+                packed_keys_ ? least_packed(pair, count - 1) : least_pair(pair, count - 1);
             if (least >> 32 == NONE32) break;
             const size_t best = uint32_t(least);
             parts[best] = pair[best];
@@ -366,13 +365,12 @@ private:
     // ``pairs`` entries; its order is NONE32 if none merges. The index in
     // the low bits makes the minimum the leftmost of equal orders. Reads
     // whole chunks: the padding after the live entries never merges.
-    template <bool TIES>
     uint64_t least_pair(const uint32_t* pair, size_t pairs) const {
         uint64_t least = UINT64_MAX;
         size_t base = 0;
         do {
             for (size_t i = base; i < base + CHUNK; ++i) {
-                const uint64_t candidate = uint64_t(TIES ? order(pair[i]) : pair[i]) << 32 | i;
+                const uint64_t candidate = uint64_t(order(pair[i])) << 32 | i;
                 least = candidate < least ? candidate : least;
             }
             base += CHUNK;
@@ -380,11 +378,12 @@ private:
         return least;
     }
 
-    // least_pair<false> four lanes at a time. A unit below 2^24 shifted left
-    // by 7 leaves room for an index below 128 (HEAP_THRESHOLD keeps it so)
-    // and stays below 2^31, while NONE32 shifted the same way lands above
-    // every such key; so one 32-bit minimum finds the least unit and, among
-    // equal ones, the leftmost.
+    // least_pair for the common case, no ties (a unit is then its own
+    // order), four lanes at a time. A unit below 2^24 shifted left by 7
+    // leaves room for an index below 128 (HEAP_THRESHOLD keeps it so) and
+    // stays below 2^31, while NONE32 shifted the same way lands above every
+    // such key; so one 32-bit minimum finds the least unit and, among equal
+    // ones, the leftmost.
     typedef uint32_t Lanes __attribute__((vector_size(16)));
     static Lanes lane_min(Lanes x, Lanes y) {
         const Lanes lower = x < y;  // all ones where x is lower
