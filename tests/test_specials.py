@@ -34,27 +34,62 @@ def _as_tuples(scanner: SpecialTokenScanner, text: str) -> list[tuple[int, int, 
     return [(m.start, m.end, m.token) for m in scanner.matches(text)]
 
 
+#: The two ways a scanner searches: str.find per token (few tokens, the usual
+#: case) and one Aho-Corasick pass (many tokens). Every matching test runs both.
+SEARCHES = ["find", "automaton"]
+
+
+def make_scanner(tokens: Iterable[str], search: str) -> SpecialTokenScanner:
+    """A scanner over ``tokens`` that searches the given way, whatever their number."""
+    with pytest.MonkeyPatch.context() as patch:
+        if search == "automaton":
+            patch.setattr(specials_module, "_FIND_MAX_TOKENS", 0)
+        else:
+            patch.setattr(specials_module, "_FIND_MAX_TOKENS", 1 << 30)
+        scanner = SpecialTokenScanner(tokens)
+    assert (scanner._automaton is not None) == (search == "automaton" and bool(scanner.tokens))
+    return scanner
+
+
+def test_few_tokens_use_find_and_many_use_the_automaton() -> None:
+    """Guards the default choice: the usual handful of specials skips pyahocorasick."""
+    few = [f"<|t{i}|>" for i in range(specials_module._FIND_MAX_TOKENS)]
+    many = [*few, "<|one more|>"]
+    assert SpecialTokenScanner(few)._automaton is None
+    assert SpecialTokenScanner(many)._automaton is not None
+    text = "a<|t0|>b<|one more|>c" * 3
+    assert _as_tuples(SpecialTokenScanner(few), text) == _as_tuples(
+        make_scanner(few, "automaton"), text
+    )
+    assert _as_tuples(SpecialTokenScanner(many), text) == _as_tuples(
+        make_scanner(many, "find"), text
+    )
+
+
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=300, deadline=None)
 @given(tokens=special_sets, text=st.text(alphabet="ab<|>", max_size=40))
 def test_matches_equal_brute_force_on_random_sets(
-    tokens: list[str], text: str, special_matches_oracle: Oracle
+    tokens: list[str], text: str, special_matches_oracle: Oracle, search: str
 ) -> None:
     """Guards "Special tokens": every leftmost-longest match is found, none invented or dropped."""
-    assert _as_tuples(SpecialTokenScanner(tokens), text) == special_matches_oracle(text, tokens)
+    assert _as_tuples(make_scanner(tokens, search), text) == special_matches_oracle(text, tokens)
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=300, deadline=None)
 @given(
     tokens=st.lists(st.sampled_from(OVERLAPPING), min_size=1, max_size=5, unique=True),
     text=overlap_texts,
 )
 def test_matches_equal_brute_force_on_overlapping_tokens(
-    tokens: list[str], text: str, special_matches_oracle: Oracle
+    tokens: list[str], text: str, special_matches_oracle: Oracle, search: str
 ) -> None:
     """Guards the iter_long pitfall: prefix/overlapping tokens and failed partial matches."""
-    assert _as_tuples(SpecialTokenScanner(tokens), text) == special_matches_oracle(text, tokens)
+    assert _as_tuples(make_scanner(tokens, search), text) == special_matches_oracle(text, tokens)
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @pytest.mark.parametrize(
     ("tokens", "text", "expected"),
     [
@@ -70,16 +105,17 @@ def test_matches_equal_brute_force_on_overlapping_tokens(
     ],
 )
 def test_matches_known_cases(
-    tokens: list[str], text: str, expected: list[tuple[int, int, str]]
+    tokens: list[str], text: str, expected: list[tuple[int, int, str]], search: str
 ) -> None:
     """Guards matches at the very end of the input and after a failed partial match."""
-    assert _as_tuples(SpecialTokenScanner(tokens), text) == expected
+    assert _as_tuples(make_scanner(tokens, search), text) == expected
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=150, deadline=None)
 @given(tokens=special_sets, text=st.text(alphabet="ab<|>", max_size=30), data=st.data())
 def test_matches_in_a_window_use_text_offsets(
-    tokens: list[str], text: str, data: st.DataObject, special_matches_oracle: Oracle
+    tokens: list[str], text: str, data: st.DataObject, special_matches_oracle: Oracle, search: str
 ) -> None:
     """Guards ``matches(text, start, end)``: scans only the window, reports offsets into ``text``."""
     start = data.draw(st.integers(0, len(text)))
@@ -88,17 +124,20 @@ def test_matches_in_a_window_use_text_offsets(
         (s + start, e + start, token)
         for s, e, token in special_matches_oracle(text[start:end], tokens)
     ]
-    got = [(m.start, m.end, m.token) for m in SpecialTokenScanner(tokens).matches(text, start, end)]
+    got = [
+        (m.start, m.end, m.token) for m in make_scanner(tokens, search).matches(text, start, end)
+    ]
     assert got == expected
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=150, deadline=None)
 @given(tokens=special_sets, text=st.text(alphabet="ab<|>", max_size=30))
 def test_split_covers_the_text(
-    tokens: list[str], text: str, special_matches_oracle: Oracle
+    tokens: list[str], text: str, special_matches_oracle: Oracle, search: str
 ) -> None:
     """Guards ``split``: ordinary text and tokens, in order, rebuild the input exactly."""
-    pairs = list(SpecialTokenScanner(tokens).split(text))
+    pairs = list(make_scanner(tokens, search).split(text))
     assert "".join(ordinary + (special or "") for ordinary, special in pairs) == text
     assert pairs[-1][1] is None
     assert [s for _, s in pairs[:-1]] == [t for _, _, t in special_matches_oracle(text, tokens)]
@@ -112,9 +151,10 @@ def test_empty_scanner_finds_nothing() -> None:
     assert list(scanner.split("abc")) == [("abc", None)]
 
 
-def test_scanner_survives_pickling() -> None:
+@pytest.mark.parametrize("search", SEARCHES)
+def test_scanner_survives_pickling(search: str) -> None:
     """Guards worker processes: a pickled scanner still matches leftmost-longest."""
-    scanner = pickle.loads(pickle.dumps(SpecialTokenScanner(OVERLAPPING)))
+    scanner = pickle.loads(pickle.dumps(make_scanner(OVERLAPPING, search)))
     assert _as_tuples(scanner, "xabcd<|a|><|a|>") == [(1, 4, "abc"), (5, 15, "<|a|><|a|>")]
 
 
@@ -150,26 +190,28 @@ non_ascii_specials = st.lists(
 )
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=200, deadline=None)
 @given(tokens=non_ascii_specials, text=st.lists(non_ascii_alphabet, max_size=30).map("".join))
 def test_non_ascii_specials_match_like_the_oracle(
-    tokens: list[str], text: str, special_matches_oracle: Oracle
+    tokens: list[str], text: str, special_matches_oracle: Oracle, search: str
 ) -> None:
     """Guards multi-byte and astral characters: offsets are character offsets, as the oracle's."""
-    got = [(m.start, m.end, m.token) for m in SpecialTokenScanner(tokens).matches(text)]
+    got = [(m.start, m.end, m.token) for m in make_scanner(tokens, search).matches(text)]
     assert got == [tuple(match) for match in special_matches_oracle(text, tokens)]
 
 
 # --------------------------------------------------------------------------- windows and linear cost
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=300, deadline=None)
 @given(text=overlap_texts, window=st.integers(1, 7))
 def test_matches_across_window_edges_equal_brute_force(
-    text: str, window: int, special_matches_oracle: Oracle
+    text: str, window: int, special_matches_oracle: Oracle, search: str
 ) -> None:
     """Guards the window overlap: a match crossing a scan-window edge is found exactly once."""
-    scanner = SpecialTokenScanner(OVERLAPPING)
+    scanner = make_scanner(OVERLAPPING, search)
     expected = special_matches_oracle(text, OVERLAPPING)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(specials_module, "_SCAN_WINDOW", window)
@@ -192,48 +234,84 @@ class _CountingAutomaton:
         return self.inner.iter(text, *bounds)
 
 
+class _SearchCounter:
+    """Counts the characters every scanner searches: the windows, and what pyahocorasick is handed.
+
+    pyahocorasick converts the whole string it is given, so handing it the
+    whole text once per 64K window made a 20 MB encode take minutes; a window
+    is searched with bounds, never a copy of the text, on the ``str.find`` path.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, search: str) -> None:
+        self.windows = 0
+        self.automata: list[_CountingAutomaton] = []
+        monkeypatch.setattr(
+            specials_module, "_FIND_MAX_TOKENS", 0 if search == "automaton" else 1 << 30
+        )
+        real_init = SpecialTokenScanner.__init__
+        real_window = SpecialTokenScanner._window_occurrences
+        counter = self
+
+        def counted_init(scanner: SpecialTokenScanner, tokens: Iterable[str]) -> None:
+            real_init(scanner, tokens)
+            if scanner._automaton is not None:
+                counter.automata.append(_CountingAutomaton(scanner._automaton))
+                scanner._automaton = counter.automata[-1]
+
+        def counted_window(
+            scanner: SpecialTokenScanner, text: str, start: int, stop: int, end: int
+        ) -> list[tuple[int, int, str]]:
+            counter.windows += end - start
+            return real_window(scanner, text, start, stop, end)
+
+        monkeypatch.setattr(SpecialTokenScanner, "__init__", counted_init)
+        monkeypatch.setattr(SpecialTokenScanner, "_window_occurrences", counted_window)
+        encoder_module._scanner_for.cache_clear()
+
+    def check_linear(self, text: str, search: str) -> None:
+        assert self.windows > 0, "the text should have been scanned"
+        assert self.windows <= 1.1 * len(text) + 100
+        handed = sum(automaton.characters for automaton in self.automata)
+        if search == "automaton":
+            assert self.automata, "the automaton should have been used"
+            assert handed <= 1.1 * len(text) + 100
+        else:
+            assert handed == 0
+
+
 # One character of each width of CPython's str storage: 1, 2 and 4 bytes.
 WIDE_CHARACTERS = ["e", "д", "🙂"]
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @pytest.mark.parametrize("wide", WIDE_CHARACTERS)
-def test_encode_hands_the_scanner_each_character_a_bounded_number_of_times(wide: str) -> None:
-    """Guards linear encoding (issue 13): scanning a long text costs O(length), not O(length²).
-
-    pyahocorasick converts the whole string it is given; handing it the whole
-    text once per 64K window made a 20 MB encode take minutes.
-    """
+def test_encode_hands_the_scanner_each_character_a_bounded_number_of_times(
+    wide: str, search: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards linear encoding (issue 13): scanning a long text costs O(length), not O(length²)."""
+    counter = _SearchCounter(monkeypatch, search)
     tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>", "<|fim|>"])
     text = (f"line {wide} of text<|endoftext|>\n" * 20_000)[: 3 * 65_536 + 123]
-    counting = _CountingAutomaton(tok._scanner._automaton)
-    tok._scanner._automaton = counting
-    ids = tok.encode(text)
+    try:
+        ids = tok.encode(text)
+    finally:
+        encoder_module._scanner_for.cache_clear()
     assert ids.count(256) == text.count("<|endoftext|>")
-    assert counting.characters <= 1.1 * len(text) + 100
+    counter.check_linear(text, search)
 
 
+@pytest.mark.parametrize("search", SEARCHES)
 @pytest.mark.parametrize("wide", WIDE_CHARACTERS)
 def test_disallowed_check_hands_the_scanner_each_character_a_bounded_number_of_times(
-    wide: str, monkeypatch: pytest.MonkeyPatch
+    wide: str, search: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Guards linear encoding in the disallowed-special check (tiktoken's keywords)."""
     tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
     text = (f"line {wide} of text\n" * 20_000)[: 3 * 65_536 + 123]
-    counters: list[_CountingAutomaton] = []
-    real_init = SpecialTokenScanner.__init__
-
-    def counted_init(self: SpecialTokenScanner, tokens: Iterable[str]) -> None:
-        real_init(self, tokens)
-        if self._automaton is not None:
-            counters.append(_CountingAutomaton(self._automaton))
-            self._automaton = counters[-1]
-
-    monkeypatch.setattr(SpecialTokenScanner, "__init__", counted_init)
-    encoder_module._scanner_for.cache_clear()
+    counter = _SearchCounter(monkeypatch, search)
     try:
         ids = tok.encode(text, allowed_special=set(), disallowed_special="all")
     finally:
         encoder_module._scanner_for.cache_clear()
     assert len(ids) == len(text.encode("utf-8"))
-    assert counters, "the disallowed check should have scanned the text"
-    assert sum(counter.characters for counter in counters) <= 1.1 * len(text) + 100
+    counter.check_linear(text, search)

@@ -25,6 +25,11 @@ from streambpe.errors import ParameterError
 #: Characters scanned per call into pyahocorasick: a bounded time holding the GIL.
 _SCAN_WINDOW = 1 << 16
 
+#: Up to this many special tokens, each is looked for with ``str.find``, which
+#: skips through text about ten times faster than pyahocorasick's pass (20 MB
+#: of prose: 0.01 s against 0.13 s for one token); more tokens share that pass.
+_FIND_MAX_TOKENS = 8
+
 
 class Searchable(Protocol):
     """``str``, ``bytes`` or an ``mmap``: anything with ``find`` over its own kind of string."""
@@ -100,7 +105,7 @@ class SpecialTokenScanner:
         self.tokens: tuple[str, ...] = tuple(validate_special_tokens(tokens))
         self.max_length = max((len(t) for t in self.tokens), default=0)
         self._automaton: ahocorasick.Automaton | None = None
-        if self.tokens:
+        if len(self.tokens) > _FIND_MAX_TOKENS:
             automaton = ahocorasick.Automaton()
             for token in self.tokens:
                 automaton.add_word(token, token)
@@ -123,25 +128,41 @@ class SpecialTokenScanner:
         """Every occurrence starting in ``text[start:stop]``, one window at a time, as
         ``(start, -length, token)`` lists (sorted, that is leftmost-longest order).
 
-        Each window is handed to pyahocorasick as its own slice: given the whole
-        text with bounds, it converts the whole text on every call, which made
-        scanning quadratic. A window reaches ``max_length - 1`` characters past
-        its end, so a match that starts in it is seen whole.
+        A window reaches ``max_length - 1`` characters past its end, so a match
+        that starts in it is seen whole.
         """
-        automaton = self._automaton
-        if automaton is None:
+        if not self.tokens:
             return
         reach = self.max_length - 1
         for window_start in range(start, stop, _SCAN_WINDOW):
             window_stop = min(window_start + _SCAN_WINDOW, stop)
-            window = text[window_start : min(stop, window_stop + reach)]
-            found = []
-            for last, token in automaton.iter(window):
+            yield self._window_occurrences(
+                text, window_start, window_stop, min(stop, window_stop + reach)
+            )
+
+    def _window_occurrences(
+        self, text: str, window_start: int, window_stop: int, window_end: int
+    ) -> list[tuple[int, int, str]]:
+        """The occurrences within ``text[window_start:window_end]`` that start before ``window_stop``.
+
+        pyahocorasick is handed the window as its own slice: given the whole
+        text with bounds, it converts the whole text on every call, which made
+        scanning quadratic. ``str.find`` takes bounds without copying.
+        """
+        found = []
+        if self._automaton is None:
+            for token in self.tokens:
+                begin = text.find(token, window_start, window_end)
+                while 0 <= begin < window_stop:
+                    found.append((begin, -len(token), token))
+                    begin = text.find(token, begin + 1, window_end)
+        else:
+            for last, token in self._automaton.iter(text[window_start:window_end]):
                 begin = window_start + last + 1 - len(token)
                 if begin < window_stop:
                     found.append((begin, -len(token), token))
-            found.sort()
-            yield found
+        found.sort()
+        return found
 
     def matches(self, text: str, start: int = 0, end: int | None = None) -> list[SpecialMatch]:
         """All non-overlapping matches in ``text[start:end]``, leftmost-longest, in order.
