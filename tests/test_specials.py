@@ -39,13 +39,15 @@ def _as_tuples(scanner: SpecialTokenScanner, text: str) -> list[tuple[int, int, 
 SEARCHES = ["find", "automaton"]
 
 
+def force_search(patch: pytest.MonkeyPatch, search: str) -> None:
+    """Make scanners built from now on search the given way, whatever their number of tokens."""
+    patch.setattr(specials_module, "_FIND_MAX_TOKENS", 0 if search == "automaton" else 1 << 30)
+
+
 def make_scanner(tokens: Iterable[str], search: str) -> SpecialTokenScanner:
     """A scanner over ``tokens`` that searches the given way, whatever their number."""
     with pytest.MonkeyPatch.context() as patch:
-        if search == "automaton":
-            patch.setattr(specials_module, "_FIND_MAX_TOKENS", 0)
-        else:
-            patch.setattr(specials_module, "_FIND_MAX_TOKENS", 1 << 30)
+        force_search(patch, search)
         scanner = SpecialTokenScanner(tokens)
     assert (scanner._automaton is not None) == (search == "automaton" and bool(scanner.tokens))
     return scanner
@@ -245,9 +247,7 @@ class _SearchCounter:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, search: str) -> None:
         self.windows = 0
         self.automata: list[_CountingAutomaton] = []
-        monkeypatch.setattr(
-            specials_module, "_FIND_MAX_TOKENS", 0 if search == "automaton" else 1 << 30
-        )
+        force_search(monkeypatch, search)
         real_init = SpecialTokenScanner.__init__
         real_window = SpecialTokenScanner._window_occurrences
         counter = self
