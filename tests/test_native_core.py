@@ -12,6 +12,7 @@ against tiktoken. Also here: ``bpe_long.merge_long_piece`` against
 from __future__ import annotations
 
 import base64
+import itertools
 import random
 import sys
 from collections.abc import Callable
@@ -183,6 +184,38 @@ pieces = st.one_of(
     st.text(alphabet=LETTERS, min_size=100, max_size=300),
     st.builds(str.__mul__, st.sampled_from(["a", "ab", "aab", "é"]), st.integers(1, 200)),
 )
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("seed", range(12))
+def test_every_short_string_matches_pure_when_tokens_have_many_splits(
+    seed: int, ties: bool
+) -> None:
+    """Every string of up to ten letters over "ab", against the pure oracle.
+
+    Every string of two to five letters is a ranked token, in a random rank
+    order (or with many ties), so nearly every token can be split into two
+    ranked parts in several ways, and many tokens cannot be formed by BPE at
+    all. The native pair table keeps one pair per token (the last merge of its
+    own BPE); this checks that no other split could ever have merged first.
+    """
+    rng = random.Random(seed)
+    tokens = [
+        "".join(letters).encode()
+        for length in range(2, 6)
+        for letters in itertools.product("ab", repeat=length)
+    ]
+    values = (
+        [rng.randrange(8) for _ in tokens] if ties else rng.sample(range(len(tokens)), len(tokens))
+    )
+    ranks = dict(zip(tokens, values, strict=True))
+    encoder = {bytes([byte]): byte for byte in range(256)}
+    encoder.update({token: 256 + index for index, token in enumerate(tokens)})
+    encoding = native.BytePairEncoder(encoder, ranks, 0)
+    for length in range(1, 11):
+        for letters in itertools.product("ab", repeat=length):
+            piece = "".join(letters).encode()
+            assert encoding.encode_bytes(piece) == pure_encode(piece, encoder, ranks), piece
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
