@@ -28,9 +28,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streaming_helpers import EOT, WORDS, make_text
 
-from streambpe import Tokenizer
+from streambpe import Tokenizer, core
+from streambpe.core import SpecialSpan
 from streambpe.encode.encoder import CacheInfo
-from streambpe.patterns import O200K
+from streambpe.patterns import GPT2, O200K
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -221,3 +222,84 @@ def test_encode_to_numpy_without_numpy_says_what_to_install(
     with pytest.raises(ImportError, match="pip install numpy"):
         r50k_tokenizer.encode_to_numpy("hello")
     assert r50k_tokenizer.encode_to_array("hello").tolist() == r50k_tokenizer.encode("hello")
+
+
+# --------------------------------------------------------------------------- special spans
+
+
+def _kernel(r50k_ranks: dict[bytes, int], pattern: str) -> tuple[Any, Any]:
+    """The active backend's pretokenizer and piece encoder for r50k and ``pattern``."""
+    backend = core.active_backend()
+    # tiktoken's ids are the ranks: the ranks are the encoder too.
+    return backend.pretokenizer(pattern), backend.piece_encoder(r50k_ranks, r50k_ranks, 64)
+
+
+def _stretch_by_stretch(
+    pieces: Any, pretokenizer: Any, pattern: str, text: str, specials: list[SpecialSpan]
+) -> list[int]:
+    """What the spans mean: each ordinary stretch encoded as a text of its own, ids between."""
+    expected: list[int] = []
+    start = 0
+    for special_start, special_end, special_id in specials:
+        pieces.encode_text(text[start:special_start], pattern, pretokenizer, expected)
+        expected.append(special_id)
+        start = special_end
+    pieces.encode_text(text[start:], pattern, pretokenizer, expected)
+    return expected
+
+
+@st.composite
+def texts_with_spans(draw: st.DrawFn) -> tuple[str, list[SpecialSpan]]:
+    """A text and in-order, non-overlapping spans in it (empty ones, at the edges, adjacent)."""
+    text = draw(st.sampled_from(["", "a", make_text(3_000, seed=3, eot_every=None)]))
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    spans = [
+        (cuts[index], cuts[index + 1], draw(st.integers(0, 2**32 - 1)))
+        for index in range(0, len(cuts) - 1, 2)
+    ]
+    return text, spans
+
+
+@pytest.mark.parametrize("pattern", [GPT2, r"\w+|\s+|[^\w\s]+"])
+@settings(max_examples=60, deadline=None)
+@given(case=texts_with_spans())
+def test_special_spans_are_encoded_in_one_call(
+    r50k_ranks: dict[bytes, int], pattern: str, case: tuple[str, list[SpecialSpan]]
+) -> None:
+    """One call with spans gives the ids of the stretches between them, each span's id between."""
+    text, specials = case
+    pretokenizer, pieces = _kernel(r50k_ranks, pattern)
+    expected = _stretch_by_stretch(pieces, pretokenizer, pattern, text, specials)
+    ordinary = len(text) - sum(end - start for start, end, _ in specials)
+    assert len(expected) >= len(specials) + (ordinary > 0)  # not vacuous: ordinary text has ids
+    out: list[int] = []
+    pieces.encode_text(text, pattern, pretokenizer, out, specials)
+    assert out == expected
+    buffer = array("I")
+    pieces.encode_text_array(text, pattern, pretokenizer, buffer, specials)
+    assert buffer.tolist() == expected
+    assert pieces.count_text(text, pattern, pretokenizer, specials) == len(expected)
+
+
+@pytest.mark.parametrize(
+    "specials",
+    [
+        [(3, 2, 7)],  # ends before it starts
+        [(0, 4, 7), (3, 5, 7)],  # overlaps the one before
+        [(4, 5, 7), (0, 1, 7)],  # out of order
+        [(5, 11, 7)],  # runs past the text
+        [(-1, 2, 7)],  # starts before it
+        [(1, 2, -7)],  # a negative id
+        [(1, 2, 2**32)],  # an id past 32 bits
+    ],
+)
+def test_bad_special_spans_raise_and_append_nothing(
+    r50k_ranks: dict[bytes, int], specials: list[SpecialSpan]
+) -> None:
+    pretokenizer, pieces = _kernel(r50k_ranks, GPT2)
+    out = [1, 2]
+    with pytest.raises(ValueError, match="special token"):
+        pieces.encode_text("0123456789", GPT2, pretokenizer, out, specials)
+    assert out == [1, 2]
+    with pytest.raises(ValueError, match="special token"):
+        pieces.count_text("0123456789", GPT2, pretokenizer, specials)

@@ -33,6 +33,7 @@ from typing import Protocol
 from streambpe.core import merge_loop
 from streambpe.core.piece_encoder import PieceEncoder
 from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
+from streambpe.core.piece_encoder import SpecialSpan as SpecialSpan
 from streambpe.core.pretokenize import Pretokenizer
 from streambpe.patterns import BUILT_IN_PATTERNS
 
@@ -52,12 +53,28 @@ class PieceEncoding(Protocol):
     """What an encoding kernel offers; see :class:`~streambpe.core.piece_encoder.PieceEncoder`."""
 
     def encode_text(
-        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: list[int]
+        self,
+        text: str,
+        pattern: str,
+        pretokenizer: Pretokenizing,
+        out: list[int],
+        specials: list[SpecialSpan] | None = None,
     ) -> None: ...
     def encode_text_array(
-        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: array[int]
+        self,
+        text: str,
+        pattern: str,
+        pretokenizer: Pretokenizing,
+        out: array[int],
+        specials: list[SpecialSpan] | None = None,
     ) -> None: ...
-    def count_text(self, text: str, pattern: str, pretokenizer: Pretokenizing) -> int: ...
+    def count_text(
+        self,
+        text: str,
+        pattern: str,
+        pretokenizer: Pretokenizing,
+        specials: list[SpecialSpan] | None = None,
+    ) -> int: ...
     def encode_pieces(self, pieces: list[str], out: list[int]) -> None: ...
     def encode_bytes(self, piece: bytes) -> list[int]: ...
     def fork(self) -> PieceEncoding: ...

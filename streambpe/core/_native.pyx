@@ -610,8 +610,14 @@ cdef class BytePairEncoder:
             _extend_ids(out, self.vocabulary.ids, outputs)
         self._raise_for(problem, None)
 
-    cdef size_t _run(self, str text, str pattern, object out, int mode) except? 0:
+    cdef size_t _run(self, str text, str pattern, object out, int mode, list specials) except? 0:
         """Encode built-in-pattern ``text``: append ids to ``out`` or, for COUNT, count them.
+
+        ``specials`` (or None) lists the special tokens in ``text`` as ``(start,
+        end, id)``, in order: the text between them is ordinary, and each one's
+        id comes between the ids of its neighbours. The text is never sliced,
+        and one call covers them all: a call and a copy of each stretch had
+        cost a sixth of encoding prose with a special token per document.
 
         The ids are produced in blocks of :data:`_BLOCK` without the GIL, and
         each block is handed to ``out`` with it, so memory beyond ``out``
@@ -628,24 +634,45 @@ cdef class BytePairEncoder:
         cdef EncodeProblem problem
         cdef vector[uint32_t] outputs
         cdef size_t start = 0
+        cdef size_t stretch_end
         cdef size_t counted = 0
+        cdef Py_ssize_t next_special = 0
+        cdef Py_ssize_t special_count = 0 if specials is None else len(specials)
+        cdef tuple special = None
+        _check_specials(specials, length)
         self._enter()
         try:
             while True:
-                with nogil:
-                    problem = state.encode_text(
-                        scanned, table[0], kind, data, length, ascii, outputs, start, _BLOCK,
-                        mode == _COUNT,
-                    )
-                if mode == _LIST:
-                    _extend_ids(out, self.vocabulary.ids, outputs)
-                elif mode == _ARRAY:
-                    out.frombytes(_id_bytes(self.vocabulary, outputs))
-                outputs.clear()
-                counted += problem.counted
-                if problem.outcome != EncodeOutcome.OK or problem.stopped >= length:
+                if next_special < special_count:
+                    special = <tuple>specials[next_special]
+                    stretch_end = <size_t>special[0]
+                else:
+                    stretch_end = length
+                if start < stretch_end:
+                    with nogil:
+                        problem = state.encode_text(
+                            scanned, table[0], kind, data, stretch_end, ascii, outputs, start,
+                            _BLOCK, mode == _COUNT,
+                        )
+                    if mode == _LIST:
+                        _extend_ids(out, self.vocabulary.ids, outputs)
+                    elif mode == _ARRAY:
+                        out.frombytes(_id_bytes(self.vocabulary, outputs))
+                    outputs.clear()
+                    counted += problem.counted
+                    if problem.outcome != EncodeOutcome.OK:
+                        break
+                    if problem.stopped < stretch_end:  # a block is done, the stretch is not
+                        start = problem.stopped
+                        continue
+                if next_special == special_count:
                     break
-                start = problem.stopped
+                if mode == _COUNT:
+                    counted += 1
+                else:
+                    out.append(special[2])
+                start = <size_t>special[1]
+                next_special += 1
         finally:
             self.busy = False
         self._raise_for(problem, text)
@@ -662,9 +689,14 @@ cdef class BytePairEncoder:
             raise self.vocabulary.missing_part(problem.unit)
         raise ValueError("pieces of 4 GiB or more are not supported")
 
-    def encode_text(self, str text not None, str pattern not None, pretokenizer, list out not None):
-        """Append the ids of ordinary ``text`` (no special tokens) to ``out``.
+    def encode_text(
+        self, str text not None, str pattern not None, pretokenizer, list out not None,
+        list specials=None,
+    ):
+        """Append the ids of ``text`` to ``out``.
 
+        ``specials`` lists the special tokens in ``text`` as ``(start, end,
+        id)`` tuples, in order and not overlapping; the rest is ordinary text.
         For a built-in ``pattern`` the text is scanned here, on the str's own
         buffer and without the GIL, and each piece goes to the cache and BPE as
         UTF-8 bytes without becoming a str; for any other pattern
@@ -673,29 +705,46 @@ cdef class BytePairEncoder:
         the error (a caller that retries must clear it first).
         """
         if pattern in _PATTERNS:
-            self._run(text, pattern, out, _LIST)
+            self._run(text, pattern, out, _LIST, specials)
         else:
-            self.encode_pieces(pretokenizer.pieces(text), out)
+            self._encode_by_pieces(text, pretokenizer, out, specials)
 
-    def encode_text_array(self, str text not None, str pattern not None, pretokenizer, out not None):
-        """Append the ids of ordinary ``text`` to ``out``, an ``array.array('I')``.
+    def encode_text_array(
+        self, str text not None, str pattern not None, pretokenizer, out not None,
+        list specials=None,
+    ):
+        """Append the ids of ``text`` to ``out``, an ``array.array('I')`` (``specials`` as above).
 
         No Python int is made per id: this is what ``encode_to_numpy`` builds on.
         """
         if pattern in _PATTERNS:
-            self._run(text, pattern, out, _ARRAY)
+            self._run(text, pattern, out, _ARRAY, specials)
             return
         ids = []
-        self.encode_pieces(pretokenizer.pieces(text), ids)
+        self._encode_by_pieces(text, pretokenizer, ids, specials)
         out.extend(ids)
 
-    def count_text(self, str text not None, str pattern not None, pretokenizer):
-        """How many ids ordinary ``text`` encodes to, without building them."""
+    def count_text(self, str text not None, str pattern not None, pretokenizer, list specials=None):
+        """How many ids ``text`` encodes to, without building them (``specials`` as above)."""
         if pattern in _PATTERNS:
-            return self._run(text, pattern, None, _COUNT)
+            return self._run(text, pattern, None, _COUNT, specials)
         ids = []
-        self.encode_pieces(pretokenizer.pieces(text), ids)
+        self._encode_by_pieces(text, pretokenizer, ids, specials)
         return len(ids)
+
+    cdef int _encode_by_pieces(self, str text, pretokenizer, list out, list specials) except -1:
+        # A pattern the native scanner does not know: its pretokenizer cuts
+        # each ordinary stretch, given as a slice.
+        _check_specials(specials, len(text))
+        cdef Py_ssize_t start = 0
+        for special in specials or ():
+            if special[0] > start:
+                self.encode_pieces(pretokenizer.pieces(text[start : special[0]]), out)
+            out.append(special[2])
+            start = special[1]
+        if start < len(text):
+            self.encode_pieces(pretokenizer.pieces(text[start:]), out)
+        return 0
 
     def encode_bytes(self, bytes piece not None):
         """The ids of one piece given as bytes, bypassing the cache."""
@@ -717,6 +766,26 @@ cdef class BytePairEncoder:
     def clear_cache(self):
         """Drop every cached piece and zero the counts."""
         self.state.get().cache().clear()
+
+
+cdef int _check_specials(list specials, Py_ssize_t length) except -1:
+    """Raise ValueError unless ``specials`` holds in-order, non-overlapping ``(start, end, id)``."""
+    if specials is None:
+        return 0
+    cdef Py_ssize_t previous_end = 0
+    for special in specials:
+        if type(special) is not tuple or len(special) != 3:
+            raise ValueError(f"a special token must be a (start, end, id) tuple, got {special!r}")
+        start, end, token_id = special
+        if not (previous_end <= start <= end <= length):
+            raise ValueError(
+                f"special token spans must be in order, within the text and not overlap; "
+                f"got {start}..{end} after {previous_end} in {length} characters"
+            )
+        if not 0 <= token_id < 2**32:
+            raise ValueError(f"special token ids must be in 0..2**32-1, got {token_id}")
+        previous_end = end
+    return 0
 
 
 cdef bytes _id_bytes(_Vocabulary vocabulary, const vector[uint32_t]& outputs):

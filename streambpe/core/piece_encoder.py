@@ -39,6 +39,30 @@ class Pretokenizing(Protocol):
 #: Pieces looked up per C-level call (a few milliseconds).
 _LOOKUP_BATCH = 1 << 15
 
+#: A special token in a text: ``(start, end, id)``, offsets in characters.
+SpecialSpan = tuple[int, int, int]
+
+
+def check_special_spans(specials: list[SpecialSpan] | None, length: int) -> None:
+    """Raise ``ValueError`` unless ``specials`` are in order, inside ``length``, not overlapping.
+
+    The compiled kernel makes the same check, in C, before it reads the text.
+
+    >>> check_special_spans([(0, 3, 7), (2, 5, 7)], 9)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: special token spans must be in order, ...; got 2..5 after 3 in 9 characters
+    """
+    previous_end = 0
+    for start, end, token_id in specials or ():
+        if not previous_end <= start <= end <= length:
+            raise ValueError(
+                "special token spans must be in order, within the text and not overlap; "
+                f"got {start}..{end} after {previous_end} in {length} characters"
+            )
+        if not 0 <= token_id < 2**32:
+            raise ValueError(f"special token ids must be in 0..2**32-1, got {token_id}")
+        previous_end = end
+
 
 class PieceEncoder:
     """Encodes pretokenized pieces to ids, caching up to ``cache_size`` pieces.
@@ -90,27 +114,62 @@ class PieceEncoder:
             out.extend(chain.from_iterable(map(lookup, pieces[start : start + _LOOKUP_BATCH])))
 
     def encode_text(
-        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: list[int]
+        self,
+        text: str,
+        pattern: str,
+        pretokenizer: Pretokenizing,
+        out: list[int],
+        specials: list[SpecialSpan] | None = None,
     ) -> None:
-        """Append the ids of ordinary ``text`` (no special tokens): cut by ``pretokenizer``.
+        """Append the ids of ``text``: its ordinary stretches cut by ``pretokenizer``.
 
-        ``pattern`` names what ``pretokenizer`` runs; the compiled kernel uses it
-        to scan the built-in patterns itself, this one has no scanner of its own.
+        ``specials`` lists the special tokens in ``text`` as ``(start, end, id)``,
+        in order and not overlapping (``ValueError`` otherwise); each one's id
+        comes between the ids of the text around it. ``pattern`` names what
+        ``pretokenizer`` runs; the compiled kernel uses it to scan the built-in
+        patterns itself, this one has no scanner of its own.
+
+        >>> from streambpe.core.pretokenize import Pretokenizer
+        >>> from streambpe.patterns import GPT2
+        >>> pieces = PieceEncoder({bytes([i]): i for i in range(256)}, {}, cache_size=8)
+        >>> out: list[int] = []
+        >>> pieces.encode_text("a<s>b", GPT2, Pretokenizer(GPT2), out, [(1, 4, 300)])
+        >>> out
+        [97, 300, 98]
         """
-        self.encode_pieces(pretokenizer.pieces(text), out)
+        check_special_spans(specials, len(text))
+        start = 0
+        for special_start, special_end, special_id in specials or ():
+            if special_start > start:
+                self.encode_pieces(pretokenizer.pieces(text[start:special_start]), out)
+            out.append(special_id)
+            start = special_end
+        if start < len(text):
+            self.encode_pieces(pretokenizer.pieces(text[start:]), out)
 
     def encode_text_array(
-        self, text: str, pattern: str, pretokenizer: Pretokenizing, out: array[int]
+        self,
+        text: str,
+        pattern: str,
+        pretokenizer: Pretokenizing,
+        out: array[int],
+        specials: list[SpecialSpan] | None = None,
     ) -> None:
-        """Append the ids of ordinary ``text`` to ``out``, an ``array('I')``."""
+        """Append the ids of ``text`` to ``out``, an ``array('I')`` (``specials`` as above)."""
         ids: list[int] = []
-        self.encode_text(text, pattern, pretokenizer, ids)
+        self.encode_text(text, pattern, pretokenizer, ids, specials)
         out.extend(ids)
 
-    def count_text(self, text: str, pattern: str, pretokenizer: Pretokenizing) -> int:
-        """How many ids ordinary ``text`` encodes to."""
+    def count_text(
+        self,
+        text: str,
+        pattern: str,
+        pretokenizer: Pretokenizing,
+        specials: list[SpecialSpan] | None = None,
+    ) -> int:
+        """How many ids ``text`` encodes to (``specials`` as above)."""
         ids: list[int] = []
-        self.encode_text(text, pattern, pretokenizer, ids)
+        self.encode_text(text, pattern, pretokenizer, ids, specials)
         return len(ids)
 
     def fork(self) -> PieceEncoder:
