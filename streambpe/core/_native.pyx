@@ -636,15 +636,18 @@ cdef class BytePairEncoder:
         cdef size_t start = 0
         cdef size_t stretch_end
         cdef size_t counted = 0
+        # A copy: the offsets are checked once, and the caller's list could
+        # change while the GIL is released.
+        cdef list spans = [] if specials is None else list(specials)
         cdef Py_ssize_t next_special = 0
-        cdef Py_ssize_t special_count = 0 if specials is None else len(specials)
+        cdef Py_ssize_t special_count = len(spans)
         cdef tuple special = None
-        _check_specials(specials, length)
+        _check_specials(spans, length)
         self._enter()
         try:
             while True:
                 if next_special < special_count:
-                    special = <tuple>specials[next_special]
+                    special = <tuple>spans[next_special]
                     stretch_end = <size_t>special[0]
                 else:
                     stretch_end = length
