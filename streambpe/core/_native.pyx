@@ -31,7 +31,7 @@ from cpython.dict cimport PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
-from libc.stdint cimport INT64_MAX, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, UINT32_MAX, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.pair cimport pair
 from libcpp.string cimport string
@@ -471,14 +471,21 @@ cdef extern from *:
     // keeps them alive; ints are not tracked by the garbage collector), the
     // slice assignment takes its own, and emptying it before it is freed
     // keeps them from being released twice.
-    static int streambpe_extend_ids(PyObject* out, PyObject* ids,
+    //
+    // An output number past the end of `ids` stands for the special token
+    // specials[output - len(ids)] of the call (see BytePairEncoder._run).
+    static int streambpe_extend_ids(PyObject* out, PyObject* ids, PyObject* specials,
                                     const std::vector<uint32_t>& outputs) {
         const Py_ssize_t count = static_cast<Py_ssize_t>(outputs.size());
         if (count == 0) return 0;
         PyObject* block = PyList_New(count);
         if (block == nullptr) return -1;
+        const size_t vocabulary = static_cast<size_t>(PyList_GET_SIZE(ids));
         for (Py_ssize_t index = 0; index < count; ++index) {
-            PyList_SET_ITEM(block, index, PyList_GET_ITEM(ids, outputs[index]));
+            const size_t output = outputs[index];
+            PyList_SET_ITEM(block, index, output < vocabulary
+                ? PyList_GET_ITEM(ids, output)
+                : PyList_GET_ITEM(specials, output - vocabulary));
         }
         const Py_ssize_t end = PyList_GET_SIZE(out);
         const int status = PyList_SetSlice(out, end, end, block);
@@ -487,7 +494,9 @@ cdef extern from *:
         return status;
     }
     """
-    int _extend_ids "streambpe_extend_ids" (list out, list ids, const vector[uint32_t]& outputs) except -1
+    int _extend_ids "streambpe_extend_ids" (
+        list out, list ids, list specials, const vector[uint32_t]& outputs
+    ) except -1
 
 
 cdef class _Vocabulary:
@@ -607,7 +616,7 @@ cdef class BytePairEncoder:
                 i += 1
         finally:
             self.busy = False
-            _extend_ids(out, self.vocabulary.ids, outputs)
+            _extend_ids(out, self.vocabulary.ids, [], outputs)
         self._raise_for(problem, None)
 
     cdef size_t _run(self, str text, str pattern, object out, int mode, list specials) except? 0:
@@ -615,13 +624,16 @@ cdef class BytePairEncoder:
 
         ``specials`` (or None) lists the special tokens in ``text`` as ``(start,
         end, id)``, in order: the text between them is ordinary, and each one's
-        id comes between the ids of its neighbours. The text is never sliced,
-        and one call covers them all: a call and a copy of each stretch had
-        cost a sixth of encoding prose with a special token per document.
+        id comes between the ids of its neighbours. The text is never sliced:
+        the stretches between special tokens are encoded in place, one after
+        the other without the GIL, and a special token is an output number
+        past the vocabulary's in the same block of outputs. A call, a copy and
+        a hand-over per stretch had cost a sixth of encoding prose with a
+        special token per document.
 
-        The ids are produced in blocks of :data:`_BLOCK` without the GIL, and
-        each block is handed to ``out`` with it, so memory beyond ``out``
-        stays small however long the text is.
+        The ids are produced in blocks of about :data:`_BLOCK` without the
+        GIL, and each block is handed to ``out`` with it, so memory beyond
+        ``out`` stays small however long the text is.
         """
         cdef Pattern scanned = _PATTERNS[pattern]
         PyUnicode_READY(text)
@@ -634,48 +646,59 @@ cdef class BytePairEncoder:
         cdef EncodeProblem problem
         cdef vector[uint32_t] outputs
         cdef size_t start = 0
-        cdef size_t stretch_end
+        cdef size_t stretch_end = 0
         cdef size_t counted = 0
-        # A copy: the offsets are checked once, and the caller's list could
-        # change while the GIL is released.
-        cdef list spans = [] if specials is None else list(specials)
-        cdef Py_ssize_t next_special = 0
-        cdef Py_ssize_t special_count = len(spans)
-        cdef tuple special = None
-        _check_specials(spans, length)
+        cdef cbool count_only = mode == _COUNT
+        cdef cbool done = False
+        # The spans are checked and copied before the text is read without the GIL.
+        cdef vector[size_t] special_starts, special_ends
+        cdef vector[uint32_t] special_values
+        cdef list special_ids = []
+        if specials is not None:
+            _read_specials(
+                specials, length, special_starts, special_ends, special_values, special_ids
+            )
+        cdef size_t special_count = special_starts.size()
+        cdef size_t next_special = 0
+        # Output numbers from here on stand for the special tokens.
+        cdef size_t first_special = self.vocabulary.id_values.size()
+        if first_special + special_count > UINT32_MAX:
+            raise ValueError("too many special tokens in one text for 32-bit output numbers")
         self._enter()
         try:
-            while True:
-                if next_special < special_count:
-                    special = <tuple>spans[next_special]
-                    stretch_end = <size_t>special[0]
-                else:
-                    stretch_end = length
-                if start < stretch_end:
-                    with nogil:
-                        problem = state.encode_text(
-                            scanned, table[0], kind, data, stretch_end, ascii, outputs, start,
-                            _BLOCK, mode == _COUNT,
-                        )
-                    if mode == _LIST:
-                        _extend_ids(out, self.vocabulary.ids, outputs)
-                    elif mode == _ARRAY:
-                        out.frombytes(_id_bytes(self.vocabulary, outputs))
-                    outputs.clear()
-                    counted += problem.counted
-                    if problem.outcome != EncodeOutcome.OK:
-                        break
-                    if problem.stopped < stretch_end:  # a block is done, the stretch is not
-                        start = problem.stopped
-                        continue
-                if next_special == special_count:
-                    break
-                if mode == _COUNT:
-                    counted += 1
-                else:
-                    out.append(special[2])
-                start = <size_t>special[1]
-                next_special += 1
+            while not done:
+                with nogil:
+                    while True:
+                        stretch_end = (special_starts[next_special] if next_special < special_count
+                                       else length)
+                        if start < stretch_end:
+                            problem = state.encode_text(
+                                scanned, table[0], kind, data, stretch_end, ascii, outputs, start,
+                                _BLOCK, count_only,
+                            )
+                            counted += problem.counted
+                            if problem.outcome != EncodeOutcome.OK:
+                                done = True
+                                break
+                            start = problem.stopped
+                            if start < stretch_end:  # the block is full, the stretch is not done
+                                break
+                        if next_special == special_count:
+                            done = True
+                            break
+                        if count_only:
+                            counted += 1
+                        else:
+                            outputs.push_back(<uint32_t>(first_special + next_special))
+                        start = special_ends[next_special]
+                        next_special += 1
+                        if outputs.size() >= _BLOCK:
+                            break
+                if mode == _LIST:
+                    _extend_ids(out, self.vocabulary.ids, special_ids, outputs)
+                elif mode == _ARRAY:
+                    out.frombytes(_id_bytes(self.vocabulary, special_values, outputs))
+                outputs.clear()
         finally:
             self.busy = False
         self._raise_for(problem, text)
@@ -738,14 +761,21 @@ cdef class BytePairEncoder:
     cdef int _encode_by_pieces(self, str text, pretokenizer, list out, list specials) except -1:
         # A pattern the native scanner does not know: its pretokenizer cuts
         # each ordinary stretch, given as a slice.
-        _check_specials(specials, len(text))
-        cdef Py_ssize_t start = 0
-        for special in specials or ():
-            if special[0] > start:
-                self.encode_pieces(pretokenizer.pieces(text[start : special[0]]), out)
-            out.append(special[2])
-            start = special[1]
-        if start < len(text):
+        cdef vector[size_t] special_starts, special_ends
+        cdef vector[uint32_t] special_values
+        cdef list special_ids = []
+        if specials is not None:
+            _read_specials(
+                specials, len(text), special_starts, special_ends, special_values, special_ids
+            )
+        cdef size_t start = 0
+        cdef size_t index
+        for index in range(special_starts.size()):
+            if special_starts[index] > start:
+                self.encode_pieces(pretokenizer.pieces(text[start : special_starts[index]]), out)
+            out.append(special_ids[index])
+            start = special_ends[index]
+        if start < <size_t>len(text):
             self.encode_pieces(pretokenizer.pieces(text[start:]), out)
         return 0
 
@@ -758,7 +788,7 @@ cdef class BytePairEncoder:
         uncached.get().encode_piece(<const uint8_t*><char*>piece, len(piece), outputs, problem)
         self._raise_for(problem, None)
         ids = []
-        _extend_ids(ids, self.vocabulary.ids, outputs)
+        _extend_ids(ids, self.vocabulary.ids, [], outputs)
         return ids
 
     def cache_info(self):
@@ -771,10 +801,16 @@ cdef class BytePairEncoder:
         self.state.get().cache().clear()
 
 
-cdef int _check_specials(list specials, Py_ssize_t length) except -1:
-    """Raise ValueError unless ``specials`` holds in-order, non-overlapping ``(start, end, id)``."""
-    if specials is None:
-        return 0
+cdef int _read_specials(
+    list specials, Py_ssize_t length, vector[size_t]& starts, vector[size_t]& ends,
+    vector[uint32_t]& values, list ids,
+) except -1:
+    """Check ``specials``, in-order, non-overlapping ``(start, end, id)``, and copy them out.
+
+    Raises ValueError first if any is wrong: the text is read at these offsets
+    without the GIL, so they are checked, and read once. ``ids`` gets the ids
+    as Python ints, ``values`` as 32-bit values.
+    """
     cdef Py_ssize_t previous_end = 0
     for special in specials:
         if type(special) is not tuple or len(special) != 3:
@@ -788,14 +824,29 @@ cdef int _check_specials(list specials, Py_ssize_t length) except -1:
         if not 0 <= token_id < 2**32:
             raise ValueError(f"special token ids must be in 0..2**32-1, got {token_id}")
         previous_end = end
+        starts.push_back(start)
+        ends.push_back(end)
+        values.push_back(token_id)
+        ids.append(token_id)
     return 0
 
 
-cdef bytes _id_bytes(_Vocabulary vocabulary, const vector[uint32_t]& outputs):
-    """The token ids of ``outputs`` as native-endian uint32 values, packed."""
+cdef bytes _id_bytes(
+    _Vocabulary vocabulary, const vector[uint32_t]& specials, const vector[uint32_t]& outputs
+):
+    """The token ids of ``outputs`` as native-endian uint32 values, packed.
+
+    Output numbers past the vocabulary's are the call's ``specials``, as in
+    ``streambpe_extend_ids``.
+    """
     cdef bytes packed = PyBytes_FromStringAndSize(NULL, 4 * outputs.size())
     cdef uint32_t* values = <uint32_t*>PyBytes_AS_STRING(packed)
-    cdef size_t index
+    cdef size_t vocabulary_size = vocabulary.id_values.size()
+    cdef size_t index, output
     for index in range(outputs.size()):
-        values[index] = vocabulary.id_values[outputs[index]]
+        output = outputs[index]
+        if output < vocabulary_size:
+            values[index] = vocabulary.id_values[output]
+        else:
+            values[index] = specials[output - vocabulary_size]
     return packed
