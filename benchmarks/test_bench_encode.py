@@ -16,6 +16,10 @@ would make the ratio meaningless.
 ``encode_batch`` takes the same text cut into about 1000 documents; tiktoken's
 version spreads them over threads, ours over whatever it uses.
 
+``test_encode_prose_interleaved_with_tiktoken`` times the two in turns, round
+by round, and reports the ratio of each round: the figure that a slow spell of
+a shared machine cannot tilt towards one side.
+
 Every streambpe test runs once per kernel backend (the ``backend`` fixture),
 selected around the timed call; the tokenizer's kernel for that backend is
 built in the untimed setup, as tiktoken's tables are built before its clock.
@@ -28,6 +32,8 @@ cannot be built offline skips with the reason.
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +56,8 @@ METHODS = ("encode", "encode_ordinary")
 #: Multilingual prose (the generated corpus) and source code (this Python's stdlib).
 CORPORA = ("prose", "code")
 ROUNDS = 3
+#: Rounds of tiktoken and streambpe in turns (test_encode_prose_interleaved_with_tiktoken).
+INTERLEAVED_ROUNDS = 5
 
 
 def tiktoken_call(encoding: Any, method: str) -> Callable[[str], list[int]]:
@@ -181,6 +189,70 @@ def test_encode_tiktoken(
         ours=False,
         input_bytes=len(encode_text.encode("utf-8")),
         tokens=len(ids),
+    )
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_encode_prose_interleaved_with_tiktoken(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    corpus_texts: dict[str, str],
+    name: str,
+    method: str,
+) -> None:
+    """tiktoken and the compiled streambpe in turns on the prose, a ratio per round.
+
+    The tests above run all of one implementation's rounds, then all of the
+    other's, minutes apart: on a shared machine a slow spell can land on one
+    side only. Here each round times tiktoken, then streambpe with a fresh
+    tokenizer (cold cache), back to back, and checks that the ids are equal.
+    The median of the rounds' ratios is the figure to read; the lowest says
+    how far one unlucky round can fall.
+    """
+    from streambpe.core import NATIVE, using_backend
+
+    if NATIVE is None:
+        pytest.skip("the compiled core is not built: these rounds time the compiled kernel")
+    files = encoding_files(name)
+    text = corpus_texts["prose"]
+    reference = tiktoken_call(files.tiktoken(), method)
+    benchmark.group = f"{method}-{name}-prose-interleaved"
+    ratios: list[float] = []
+    our_seconds: list[float] = []
+
+    def rounds() -> None:
+        for _ in range(INTERLEAVED_ROUNDS):
+            started = time.perf_counter()
+            expected = reference(text)
+            tiktoken_seconds = time.perf_counter() - started
+            tokenizer = fresh_tokenizer(streambpe_api, files, "native")
+            with using_backend("native"):
+                started = time.perf_counter()
+                ids = getattr(tokenizer, method)(text)
+                our_seconds.append(time.perf_counter() - started)
+            assert ids == expected, f"streambpe {method} ids differ from tiktoken's for {name}"
+            ratios.append(tiktoken_seconds / our_seconds[-1])
+            del ids, expected
+
+    benchmark.pedantic(rounds, rounds=1)
+    median = statistics.median(ratios)
+    report.finish(
+        f"streambpe {method}, rounds in turns with tiktoken",
+        ours=True,
+        backend="native",
+        seconds=min(our_seconds),
+        input_bytes=len(text.encode("utf-8")),
+        ratios_to_tiktoken=[round(ratio, 2) for ratio in ratios],
+        median_ratio=round(median, 2),
+        lowest_ratio=round(min(ratios), 2),
+    )
+    shown = ", ".join(f"{ratio:.2f}x" for ratio in ratios)
+    report.note(
+        f"{method} {name} prose, in turns with tiktoken: its time / ours per round {shown}; "
+        f"median {median:.2f}x, lowest {min(ratios):.2f}x"
     )
 
 
