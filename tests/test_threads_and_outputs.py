@@ -248,6 +248,17 @@ def _stretch_by_stretch(
     return expected
 
 
+def _one_call_outputs(
+    pieces: Any, pretokenizer: Any, pattern: str, text: str, specials: list[SpecialSpan]
+) -> tuple[list[int], list[int], int]:
+    """The list, the array (as a list) and the count that one call with ``specials`` gives."""
+    out: list[int] = []
+    pieces.encode_text(text, pattern, pretokenizer, out, specials)
+    buffer = array("I")
+    pieces.encode_text_array(text, pattern, pretokenizer, buffer, specials)
+    return out, buffer.tolist(), pieces.count_text(text, pattern, pretokenizer, specials)
+
+
 @st.composite
 def texts_with_spans(draw: st.DrawFn) -> tuple[str, list[SpecialSpan]]:
     """A text and in-order, non-overlapping spans in it (empty ones, at the edges, adjacent)."""
@@ -272,13 +283,11 @@ def test_special_spans_are_encoded_in_one_call(
     expected = _stretch_by_stretch(pieces, pretokenizer, pattern, text, specials)
     ordinary = len(text) - sum(end - start for start, end, _ in specials)
     assert len(expected) >= len(specials) + (ordinary > 0)  # not vacuous: ordinary text has ids
-    out: list[int] = []
-    pieces.encode_text(text, pattern, pretokenizer, out, specials)
-    assert out == expected
-    buffer = array("I")
-    pieces.encode_text_array(text, pattern, pretokenizer, buffer, specials)
-    assert buffer.tolist() == expected
-    assert pieces.count_text(text, pattern, pretokenizer, specials) == len(expected)
+    assert _one_call_outputs(pieces, pretokenizer, pattern, text, specials) == (
+        expected,
+        expected,
+        len(expected),
+    )
 
 
 def test_special_spans_across_blocks_of_ids(r50k_ranks: dict[bytes, int]) -> None:
@@ -290,13 +299,11 @@ def test_special_spans_across_blocks_of_ids(r50k_ranks: dict[bytes, int]) -> Non
     pretokenizer, pieces = _kernel(r50k_ranks, GPT2)
     expected = _stretch_by_stretch(pieces, pretokenizer, GPT2, text, specials)
     assert len(expected) > 65_536  # ids handed over in more than one block
-    out: list[int] = []
-    pieces.encode_text(text, GPT2, pretokenizer, out, specials)
-    assert out == expected
-    buffer = array("I")
-    pieces.encode_text_array(text, GPT2, pretokenizer, buffer, specials)
-    assert buffer.tolist() == expected
-    assert pieces.count_text(text, GPT2, pretokenizer, specials) == len(expected)
+    assert _one_call_outputs(pieces, pretokenizer, GPT2, text, specials) == (
+        expected,
+        expected,
+        len(expected),
+    )
 
 
 @pytest.mark.parametrize(
