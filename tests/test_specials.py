@@ -133,6 +133,14 @@ def test_matches_in_a_window_use_text_offsets(
 
 
 @pytest.mark.parametrize("search", SEARCHES)
+def test_a_match_ends_within_the_range(search: str) -> None:
+    """Guards the range's end: the longer token would cross it, so only the shorter one matches."""
+    scanner = make_scanner(["<|a", "<|ab"], search)
+    got = [(m.start, m.end, m.token) for m in scanner.matches("x<|ab", 0, 4)]
+    assert got == [(1, 4, "<|a")]
+
+
+@pytest.mark.parametrize("search", SEARCHES)
 @settings(max_examples=150, deadline=None)
 @given(tokens=special_sets, text=st.text(alphabet="ab<|>", max_size=30))
 def test_split_covers_the_text(
