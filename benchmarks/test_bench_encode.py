@@ -27,11 +27,15 @@ built in the untimed setup, as tiktoken's tables are built before its clock.
 The peers fastokens and splintr (the ``bench`` extra) load the same
 ``.tiktoken`` files (see :mod:`peers`); each one's ids are compared with
 tiktoken's on the benchmark text before it is timed, and a peer that differs or
-cannot be built offline skips with the reason.
+cannot be built offline skips with the reason. Like ours, every timed round of
+a peer starts with a fresh tokenizer, built outside the clock, so no piece
+cache carries over from the check or from the round before.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -41,8 +45,10 @@ import pytest
 from corpus import source_code_text
 from peers import (
     ENCODE_PEERS,
+    EncodePeer,
     PeerUnavailable,
     build_encode_peer,
+    cold_peer_setup,
     first_difference,
     ids_digest,
     quicktok_unavailable_reason,
@@ -192,6 +198,20 @@ def test_encode_tiktoken(
     )
 
 
+def timed_peer_round(
+    setup: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]],
+    method: str,
+    text: str,
+    expected: list[int],
+) -> float:
+    """Seconds a fresh peer takes for ``method`` on ``text``; NaN if its ids are not ``expected``."""
+    (peer,), _ = setup()
+    started = time.perf_counter()
+    ids = getattr(peer, method)(text)
+    seconds = time.perf_counter() - started
+    return seconds if ids == expected else math.nan
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("name", ENCODING_NAMES)
 def test_encode_prose_interleaved_with_tiktoken(
@@ -210,7 +230,9 @@ def test_encode_prose_interleaved_with_tiktoken(
     side only. Here each round times tiktoken, then streambpe with a fresh
     tokenizer (cold cache), back to back, and checks that the ids are equal.
     The median of the rounds' ratios is the figure to read; the lowest says
-    how far one unlucky round can fall.
+    how far one unlucky round can fall. When fastokens is installed, each
+    round also times a fresh one of its tokenizers on the same text, and a
+    note gives its time over ours per round.
     """
     from streambpe.core import NATIVE, using_backend
 
@@ -222,8 +244,15 @@ def test_encode_prose_interleaved_with_tiktoken(
     benchmark.group = f"{method}-{name}-prose-interleaved"
     ratios: list[float] = []
     our_seconds: list[float] = []
+    peer_seconds: list[float] = []
+    peer_setup = (
+        cold_peer_setup("fastokens", str(files.path), files.pattern, files.special_tokens)
+        if importlib.util.find_spec("fastokens")
+        else None
+    )
 
     def rounds() -> None:
+        nonlocal peer_setup
         for _ in range(INTERLEAVED_ROUNDS):
             started = time.perf_counter()
             expected = reference(text)
@@ -235,7 +264,13 @@ def test_encode_prose_interleaved_with_tiktoken(
                 our_seconds.append(time.perf_counter() - started)
             assert ids == expected, f"streambpe {method} ids differ from tiktoken's for {name}"
             ratios.append(tiktoken_seconds / our_seconds[-1])
-            del ids, expected
+            del ids
+            if peer_setup is not None:
+                peer_seconds.append(timed_peer_round(peer_setup, method, text, expected))
+                if math.isnan(peer_seconds[-1]):
+                    peer_setup, peer_seconds[:] = None, []
+                    report.note(f"fastokens {method} ids differ from tiktoken's: left out")
+            del expected
 
     benchmark.pedantic(rounds, rounds=1)
     median = statistics.median(ratios)
@@ -254,6 +289,14 @@ def test_encode_prose_interleaved_with_tiktoken(
         f"{method} {name} prose, in turns with tiktoken: its time / ours per round {shown}; "
         f"median {median:.2f}x, lowest {min(ratios):.2f}x"
     )
+    if peer_seconds:
+        shown = ", ".join(
+            f"{peer / ours:.2f}x" for peer, ours in zip(peer_seconds, our_seconds, strict=True)
+        )
+        report.note(
+            f"{method} {name} prose, fastokens (fresh tokenizer) in the same rounds: "
+            f"its time / ours per round {shown}"
+        )
 
 
 @pytest.mark.parametrize("name", ENCODING_NAMES)
@@ -374,9 +417,14 @@ def test_encode_peer(
     peer = checked_peer(
         peer_name, files, method, encode_text, tiktoken_ids(files, method, encode_text)
     )
-    ids = benchmark.pedantic(
-        report.timed(getattr(peer, method)), args=(encode_text,), rounds=ROUNDS
+    cold = cold_peer_setup(
+        peer_name, str(files.path), files.pattern, files.special_tokens, encode_text
     )
+
+    def run(fresh: EncodePeer, text: str) -> list[int]:
+        return getattr(fresh, method)(text)  # type: ignore[no-any-return]
+
+    ids = benchmark.pedantic(report.timed(run), setup=cold, rounds=ROUNDS)
     report.finish(
         f"{peer_name} {method} ({peer.how})",
         ours=False,
@@ -407,11 +455,16 @@ def test_encode_batch_peer(
     difference = first_difference(reference, [i for ids in peer.encode_batch(probe) for i in ids])
     if difference is not None:
         pytest.skip(f"{peer_name} encode_batch ids differ from tiktoken's: {difference}")
-    batches = benchmark.pedantic(
-        report.timed(peer.encode_batch), args=(encode_documents,), rounds=ROUNDS
+    cold = cold_peer_setup(
+        peer_name, str(files.path), files.pattern, files.special_tokens, encode_documents
     )
+
+    def run(fresh: EncodePeer, documents: list[str]) -> list[list[int]]:
+        return fresh.encode_batch(documents)
+
+    batches = benchmark.pedantic(report.timed(run), setup=cold, rounds=ROUNDS)
     report.finish(
-        f"{peer_name} encode_batch (its threads)",
+        f"{peer_name} encode_batch (its threads, cold cache)",
         ours=False,
         input_bytes=sum(len(document.encode("utf-8")) for document in encode_documents),
         tokens=sum(map(len, batches)),

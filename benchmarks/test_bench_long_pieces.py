@@ -11,8 +11,9 @@ Three inputs of ``--bench-long-mb`` MiB (default 1) each:
 A naive BPE on a piece of n bytes costs O(n^2) (rescan all pairs per merge);
 these catch that. Each input is encoded with r50k and cl100k by tiktoken, by
 streambpe per kernel backend (a cleared piece cache every round) and by the
-peers fastokens and splintr; every result is checked against tiktoken's ids
-before it is timed, so one group (``long-<input>-<encoding>``) holds all of them.
+peers fastokens and splintr (a fresh tokenizer every round, so their piece
+caches start empty too); every result is checked against tiktoken's ids before
+it is timed, so one group (``long-<input>-<encoding>``) holds all of them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from peers import ENCODE_PEERS, PeerUnavailable, build_encode_peer, first_difference
+from peers import (
+    ENCODE_PEERS,
+    EncodePeer,
+    PeerUnavailable,
+    build_encode_peer,
+    cold_peer_setup,
+    first_difference,
+)
 
 if TYPE_CHECKING:
     from conftest import EncodingFiles, Report
@@ -161,5 +169,10 @@ def test_long_peer(
     difference = first_difference(reference_ids(files, text), peer.encode(text))
     if difference is not None:
         pytest.skip(f"{peer_name} ids differ from tiktoken's on {kind}: {difference}")
-    ids = benchmark.pedantic(report.timed(peer.encode), args=(text,), rounds=ROUNDS)
+    cold = cold_peer_setup(peer_name, str(files.path), files.pattern, files.special_tokens, text)
+
+    def encode(fresh: EncodePeer, text: str) -> list[int]:
+        return fresh.encode(text)
+
+    ids = benchmark.pedantic(report.timed(encode), setup=cold, rounds=ROUNDS)
     report.finish(f"{peer_name} encode", ours=False, input_bytes=len(text), tokens=len(ids))
