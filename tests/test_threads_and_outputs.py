@@ -181,6 +181,47 @@ def test_array_numpy_and_count_agree_with_encode(r50k_tokenizer: Tokenizer, text
         as_numpy = r50k_tokenizer.encode_to_numpy(text, **policy)
         assert as_numpy.dtype == np.uint32 and as_numpy.tolist() == expected
         assert r50k_tokenizer.count_tokens(text, **policy) == len(expected)
+        into = [7, 8]
+        assert r50k_tokenizer.encode_into(text, into, **policy) == len(expected)
+        assert into == [7, 8, *expected]
+
+
+def test_encode_into_rolls_back_a_run_stopped_by_a_lone_surrogate(
+    cl100k_tokenizer: Tokenizer, cl100k_reference: tiktoken.Encoding
+) -> None:
+    """The kernel hands ids over in blocks; a lone surrogate near the end stops it
+    after several, and the run on the repaired text must replace them, not follow them."""
+    text = make_text(600_000, seed=4) + "\ud800 tail"
+    expected = cl100k_reference.encode(text, allowed_special="all")
+    assert len(expected) > 2 * 65536
+    out = [5]
+    assert cl100k_tokenizer.encode_into(text, out, allowed_special="all") == len(expected)
+    assert out == [5, *expected]
+
+
+def test_encode_into_leaves_the_list_as_it_was_on_errors(r50k_tokenizer: Tokenizer) -> None:
+    out = [1, 2]
+    with pytest.raises(ValueError, match="disallowed"):
+        r50k_tokenizer.encode_into(f"a{EOT}b", out, disallowed_special="all")
+    assert out == [1, 2]
+    with pytest.raises(TypeError, match="appends to a list, got tuple"):
+        r50k_tokenizer.encode_into("abc", ())  # type: ignore[arg-type]
+
+
+def test_encode_into_takes_back_what_an_interrupted_run_appended(
+    r50k_tokenizer: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped midway (Ctrl-C in the kernel's hand-over, say) leaves no ids behind."""
+
+    def interrupted(scanner: object, text: str, out: list[int]) -> None:
+        out.extend([9, 9, 9])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(r50k_tokenizer, "_append_with", interrupted)
+    out = [1]
+    with pytest.raises(KeyboardInterrupt):
+        r50k_tokenizer.encode_into("hello", out)
+    assert out == [1]
 
 
 def test_outputs_match_tiktoken_on_a_long_text(

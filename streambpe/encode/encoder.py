@@ -330,10 +330,50 @@ class Encoder:
 
     def _encode_with(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
         out: list[int] = []
+        self._append_with(scanner, text, out)
+        return out
+
+    def _append_with(self, scanner: SpecialTokenScanner, text: str, out: list[int]) -> None:
         pretokenizer, pieces = self._kernel()
         specials = self._special_spans(scanner, text)
         pieces.encode_text(text, self.pattern, pretokenizer, out, specials)
-        return out
+
+    def encode_into(
+        self,
+        text: str,
+        out: list[int],
+        *,
+        allowed_special: SpecialSet | _Unset = UNSET,
+        disallowed_special: SpecialSet | _Unset = UNSET,
+    ) -> int:
+        """Append the ids of ``text`` to ``out``; returns how many were appended.
+
+        The ids are :meth:`encode`'s (same keywords), written straight into
+        ``out``: a caller that gathers the ids of many texts in one list saves
+        building a list per text and copying it over. On any error ``out`` is
+        left as it was.
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
+        >>> ids = [1]
+        >>> encoder.encode_into("a<s>", ids), ids
+        (2, [1, 97, 256])
+        """
+        if not isinstance(out, list):
+            raise TypeError(f"encode_into appends to a list, got {type(out).__name__}")
+        start = len(out)
+
+        def append(scanner: SpecialTokenScanner, text: str) -> int:
+            # A run stopped by a lone surrogate has appended part of its ids;
+            # the policy then runs again on the repaired text.
+            del out[start:]
+            self._append_with(scanner, text, out)
+            return len(out) - start
+
+        try:
+            return self._run_with_policy(append, text, allowed_special, disallowed_special)
+        except BaseException:
+            del out[start:]
+            raise
 
     def encode_to_array(
         self,

@@ -80,7 +80,7 @@ def _encode_ready(encoder: Encoder, splitter: StreamSplitter, text: str) -> list
     for piece in _slices(text):
         ready = splitter.feed(piece)
         if ready:
-            ids += encoder.encode(ready)
+            encoder.encode_into(ready, ids)
         time.sleep(0)
     return ids
 
@@ -90,9 +90,7 @@ def _encode_last(encoder: Encoder, splitter: StreamSplitter, text: str) -> list[
     ids = _encode_ready(encoder, splitter, text)
     tail = encoder.stream_splitter()
     ids += _encode_ready(encoder, tail, splitter.finish())
-    rest = tail.finish()
-    if rest:
-        ids += encoder.encode(rest)
+    encoder.encode_into(tail.finish(), ids)
     return ids
 
 
