@@ -11,9 +11,12 @@ as uint16) a leading slice of about 100 MiB, cut at a document boundary, and
 its time is scaled up to the full file size. The entry's name says it is
 extrapolated; its memory is not comparable and is not reported.
 
-``aencode_iterable`` is timed against the synchronous ``encode_iterable`` and
-``encode`` on the in-memory encode text, fed line by line, under asyncio and
-trio, each round with a cold cache.
+``aencode_iterable`` is timed against its synchronous counterparts on the
+in-memory encode text, each round with a cold cache: ``iter_id_batches`` over
+the same lines (ids in batches, as the async encoder yields them: the like
+for like), ``encode_iterable`` over them (one id at a time) and ``encode`` of
+the whole text (no lines to iterate). The async encoder runs under asyncio and
+trio and is fed the lines by an async generator.
 
 Every streambpe test runs once per kernel backend (the ``backend`` fixture);
 the child-process job gets the backend's name and selects it itself, before
@@ -253,6 +256,36 @@ def test_encode_iterable_sync(
     )
     report.finish(
         "streambpe encode_iterable (sync)",
+        ours=False,
+        backend=backend,
+        input_bytes=len(encode_text.encode("utf-8")),
+        tokens=tokens,
+    )
+
+
+@pytest.mark.benchmark(group="aencode_iterable")
+def test_iter_id_batches_sync(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    encode_text: str,
+    encode_lines: list[str],
+    backend: str,
+) -> None:
+    from streambpe.core import using_backend
+
+    streambpe_api("Tokenizer", "iter_id_batches")
+
+    def run(tokenizer: Any) -> int:
+        with using_backend(backend):
+            return sum(map(len, tokenizer.iter_id_batches(encode_lines)))
+
+    tokens = benchmark.pedantic(
+        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files, backend), rounds=ROUNDS
+    )
+    report.finish(
+        "streambpe iter_id_batches (sync, batches)",
         ours=False,
         backend=backend,
         input_bytes=len(encode_text.encode("utf-8")),

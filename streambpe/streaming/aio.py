@@ -4,9 +4,9 @@
 of text that could be encoded, because one ``await`` per id would cost more
 than the encoding itself; :func:`flatten` turns batches into single ids.
 
-The CPU work runs in a worker thread, in slices of at most
-:data:`SLICE_CHARS` characters, so the event loop gets the GIL back every few
-milliseconds. Reading stops while the consumer is not asking for more
+The CPU work runs in a worker thread, a batch of about :data:`BATCH_CHARS`
+characters at a time, and the event loop gets the GIL back every few
+milliseconds (see :func:`_encode_ready`). Reading stops while the consumer is not asking for more
 (backpressure), so memory stays bounded. The ids equal
 ``encoder.encode(whole_text)`` whatever the chunking.
 
@@ -38,7 +38,7 @@ from streambpe.encode.encoder import Encoder
 from streambpe.sources.inputs import Inputs
 from streambpe.streaming.file_encoding import DEFAULT_ENCODE_CHUNK_SIZE, EncodeStats, encode_file
 
-#: Largest text slice encoded in one call: a few milliseconds of GIL-holding work.
+#: Largest text slice a GIL-holding kernel encodes in one call: a few milliseconds of work.
 SLICE_CHARS = 64 * 1024
 #: Text handed to the worker thread per hop (a hop costs far more under trio than asyncio).
 BATCH_CHARS = 256 * 1024
@@ -68,15 +68,23 @@ def _slices(text: str) -> Iterator[str]:
 def _encode_ready(encoder: Encoder, splitter: StreamSplitter, text: str) -> list[int]:
     """Feed ``text`` to ``splitter`` and encode whatever it releases (runs in a worker thread).
 
-    Feeding in slices keeps every ``encode`` call to a few milliseconds, and
-    each slice ends by handing the GIL over (``sleep(0)``), so the event
-    loop's thread gets it back often. The hand-over matters on the compiled
-    backend: its encode releases the GIL and takes it back many times a
-    millisecond, and a waiting thread that is not on a CPU at those instants
-    never wins it (measured: event-loop stalls of 100-250 ms on a loaded
-    2-core machine without it, under 15 ms with it).
+    The event loop's thread needs the GIL back every few milliseconds. The
+    compiled kernel (``encoder.releases_gil``) gives it back by itself: it
+    holds the GIL only to hand over each block of ids, about a millisecond at
+    a time, and encodes without it for milliseconds in between, so the whole
+    batch goes in one call (measured: the loop's longest pause stays under
+    10 ms, also with another process busy on the second core). Slicing the
+    batch and handing the GIL over after each slice, as below, cost it a
+    tenth of its time.
+
+    Any other kernel holds the GIL throughout, so the batch is fed in slices
+    that each take a few milliseconds, and each slice ends by handing the
+    GIL over (``sleep(0)``).
     """
     ids: list[int] = []
+    if encoder.releases_gil:
+        encoder.encode_into(splitter.feed(text), ids)
+        return ids
     for piece in _slices(text):
         ready = splitter.feed(piece)
         if ready:
