@@ -26,7 +26,7 @@ its worker processes start (they inherit it).
 from __future__ import annotations
 
 from array import array
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -233,59 +233,39 @@ def test_aencode_iterable(
     )
 
 
+#: The synchronous ways over the same lines: how each counts its ids, and its label.
+SYNC_OVER_LINES: dict[str, tuple[Callable[[Iterable[Any]], int], str]] = {
+    "encode_iterable": (lambda ids: sum(1 for _ in ids), "encode_iterable (sync)"),
+    "iter_id_batches": (lambda batches: sum(map(len, batches)), "iter_id_batches (sync, batches)"),
+}
+
+
 @pytest.mark.benchmark(group="aencode_iterable")
-def test_encode_iterable_sync(
+@pytest.mark.parametrize("method", list(SYNC_OVER_LINES))
+def test_sync_over_lines(
     benchmark: Any,
     report: Report,
     streambpe_api: Callable[..., Any],
     encoding_files: Callable[[str], EncodingFiles],
     encode_text: str,
     encode_lines: list[str],
+    method: str,
     backend: str,
 ) -> None:
     from streambpe.core import using_backend
 
-    streambpe_api("Tokenizer", "encode_iterable")
+    streambpe_api("Tokenizer", method)
+    count, label = SYNC_OVER_LINES[method]
 
     def run(tokenizer: Any) -> int:
         with using_backend(backend):
-            return sum(1 for _ in tokenizer.encode_iterable(encode_lines))
+            return count(getattr(tokenizer, method)(encode_lines))
 
     tokens = benchmark.pedantic(
         report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files, backend), rounds=ROUNDS
     )
     report.finish(
-        "streambpe encode_iterable (sync)",
-        ours=False,
-        backend=backend,
-        input_bytes=len(encode_text.encode("utf-8")),
-        tokens=tokens,
-    )
-
-
-@pytest.mark.benchmark(group="aencode_iterable")
-def test_iter_id_batches_sync(
-    benchmark: Any,
-    report: Report,
-    streambpe_api: Callable[..., Any],
-    encoding_files: Callable[[str], EncodingFiles],
-    encode_text: str,
-    encode_lines: list[str],
-    backend: str,
-) -> None:
-    from streambpe.core import using_backend
-
-    streambpe_api("Tokenizer", "iter_id_batches")
-
-    def run(tokenizer: Any) -> int:
-        with using_backend(backend):
-            return sum(map(len, tokenizer.iter_id_batches(encode_lines)))
-
-    tokens = benchmark.pedantic(
-        report.timed(run), setup=_cold_r50k(streambpe_api, encoding_files, backend), rounds=ROUNDS
-    )
-    report.finish(
-        "streambpe iter_id_batches (sync, batches)",
+        f"streambpe {label}",
         ours=False,
         backend=backend,
         input_bytes=len(encode_text.encode("utf-8")),
