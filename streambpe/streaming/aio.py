@@ -6,9 +6,9 @@ than the encoding itself; :func:`flatten` turns batches into single ids.
 
 The CPU work runs in a worker thread, a batch of about :data:`BATCH_CHARS`
 characters at a time, and the event loop gets the GIL back every few
-milliseconds (see :func:`_encode_ready`). Reading stops while the consumer is not asking for more
-(backpressure), so memory stays bounded. The ids equal
-``encoder.encode(whole_text)`` whatever the chunking.
+milliseconds (see :func:`_encode_ready`). Reading stops while the consumer
+is not asking for more (backpressure), so memory stays bounded. The ids
+equal ``encoder.encode(whole_text)`` whatever the chunking.
 
 >>> import anyio
 >>> from streambpe.encode.encoder import Encoder
