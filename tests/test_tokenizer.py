@@ -478,6 +478,33 @@ def test_stream_splitter_releases_everything_once(text: str, data: st.DataObject
     assert "".join(released) + splitter.finish() == text
 
 
+@settings(max_examples=150, deadline=None)
+@given(text=tokenizer_texts, data=st.data())
+def test_stream_splitter_feed_all_is_feed_of_the_concatenation(
+    text: str, data: st.DataObject
+) -> None:
+    """Guards ``feed_all``: a group of chunks releases what one ``feed`` of them joined releases."""
+    min_release = data.draw(st.integers(1, 8))
+    groups = [
+        _slices(group, data.draw(st.lists(st.integers(0, len(group)), max_size=4)))
+        for group in _slices(text, data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    ]
+    by_group = StreamSplitter([EOT], space_cuts=True, min_release=min_release)
+    joined = StreamSplitter([EOT], space_cuts=True, min_release=min_release)
+    for group in groups:
+        assert by_group.feed_all(group) == joined.feed("".join(group))
+    assert by_group.finish() == joined.finish()
+
+
+def test_stream_splitter_feed_all_rejects_a_bad_chunk_before_taking_any() -> None:
+    """A non-``str`` chunk in a group raises ``TypeError`` and the chunks before it are not kept."""
+    splitter = StreamSplitter([EOT], space_cuts=True, min_release=1)
+    assert splitter.feed("kept ") == ""
+    with pytest.raises(TypeError, match="expected str chunks, got bytes"):
+        splitter.feed_all(["dropped ", b"bytes"])  # type: ignore[list-item]
+    assert splitter.finish() == "kept "
+
+
 STREAM_SPECIALS = ["ab", "abc", "bcd", "<|a|>", "<|a|><|a|>", "x<|a|>", "c<|a|>d", "d x"]
 stream_texts = st.lists(
     st.sampled_from(

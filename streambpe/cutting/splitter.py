@@ -55,10 +55,22 @@ class StreamSplitter:
 
     def feed(self, chunk: str) -> str:
         """Add ``chunk``; return the longest safely encodable prefix of the buffer (maybe ``""``)."""
-        if not isinstance(chunk, str):
-            raise TypeError(f"expected str chunks, got {type(chunk).__name__}")
-        self._parts.append(chunk)
-        self._buffered += len(chunk)
+        return self.feed_all([chunk])
+
+    def feed_all(self, chunks: Sequence[str]) -> str:
+        """Add ``chunks`` in order, like :meth:`feed` on their concatenation, without joining them first.
+
+        A chunk that is not a ``str`` raises ``TypeError`` before any is added.
+
+        >>> splitter = StreamSplitter([], space_cuts=True, min_release=1)
+        >>> splitter.feed_all(["a b", "c d"]), splitter.finish()
+        ('a bc', ' d')
+        """
+        for chunk in chunks:
+            if not isinstance(chunk, str):
+                raise TypeError(f"expected str chunks, got {type(chunk).__name__}")
+        self._parts.extend(chunks)
+        self._buffered += sum(map(len, chunks))
         if self._buffered < self._min_release:
             return ""
         # Search only the unsearched tail, with enough text before it to judge a cut
@@ -74,7 +86,9 @@ class StreamSplitter:
             self._searched = max(self._searched, window_start + limit + 1, window_start + settled)
             self._settled = window_start + settled
             return ""
-        buffer = "".join(self._parts)
+        # A window from the start is the whole buffer, already joined: a prose
+        # batch is copied once less.
+        buffer = window if window_start == 0 else "".join(self._parts)
         cut += window_start
         self._parts = [buffer[cut:]]
         self._buffered = len(buffer) - cut

@@ -48,16 +48,16 @@ SYNC_GROUP = 4096
 ItemT = TypeVar("ItemT")
 
 
-def _take_group(iterator: Iterator[str]) -> tuple[str, bool]:
-    """Up to SYNC_GROUP items or about BATCH_CHARS characters, joined; and whether the source ended."""
+def _take_group(iterator: Iterator[str]) -> tuple[list[str], bool]:
+    """Up to SYNC_GROUP items or about BATCH_CHARS characters; and whether the source ended."""
     group: list[str] = []
     size = 0
     for item in iterator:
         group.append(item)
         size += len(item)
         if size >= BATCH_CHARS or len(group) >= SYNC_GROUP:
-            return "".join(group), False
-    return "".join(group), True
+            return group, False
+    return group, True
 
 
 def _slices(text: str) -> Iterator[str]:
@@ -65,8 +65,8 @@ def _slices(text: str) -> Iterator[str]:
         yield text[start : start + SLICE_CHARS]
 
 
-def _encode_ready(encoder: Encoder, splitter: StreamSplitter, text: str) -> list[int]:
-    """Feed ``text`` to ``splitter`` and encode whatever it releases (runs in a worker thread).
+def _encode_ready(encoder: Encoder, splitter: StreamSplitter, chunks: list[str]) -> list[int]:
+    """Feed ``chunks`` to ``splitter`` and encode whatever it releases (runs in a worker thread).
 
     The event loop's thread needs the GIL back every few milliseconds. The
     compiled kernel (``encoder.releases_gil``) gives it back by itself: it
@@ -83,9 +83,10 @@ def _encode_ready(encoder: Encoder, splitter: StreamSplitter, text: str) -> list
     """
     ids: list[int] = []
     if encoder.releases_gil:
-        encoder.encode_into(splitter.feed(text), ids)
+        # The splitter joins the chunks with its own buffered tail: one copy, not two.
+        encoder.encode_into(splitter.feed_all(chunks), ids)
         return ids
-    for piece in _slices(text):
+    for piece in _slices("".join(chunks)):
         ready = splitter.feed(piece)
         if ready:
             encoder.encode_into(ready, ids)
@@ -93,11 +94,11 @@ def _encode_ready(encoder: Encoder, splitter: StreamSplitter, text: str) -> list
     return ids
 
 
-def _encode_last(encoder: Encoder, splitter: StreamSplitter, text: str) -> list[int]:
-    """Encode the last text and the stream's tail, re-cut the same way (runs in a worker thread)."""
-    ids = _encode_ready(encoder, splitter, text)
+def _encode_last(encoder: Encoder, splitter: StreamSplitter, chunks: list[str]) -> list[int]:
+    """Encode the last chunks and the stream's tail, re-cut the same way (runs in a worker thread)."""
+    ids = _encode_ready(encoder, splitter, chunks)
     tail = encoder.stream_splitter()
-    ids += _encode_ready(encoder, tail, splitter.finish())
+    ids += _encode_ready(encoder, tail, [splitter.finish()])
     encoder.encode_into(tail.finish(), ids)
     return ids
 
@@ -106,10 +107,10 @@ def _read_and_encode(
     encoder: Encoder, splitter: StreamSplitter, iterator: Iterator[str]
 ) -> tuple[list[int], bool]:
     # A sync source may block, so it is read in the worker thread, with the encoding.
-    text, ended = _take_group(iterator)
+    chunks, ended = _take_group(iterator)
     if ended:
-        return _encode_last(encoder, splitter, text), True
-    return _encode_ready(encoder, splitter, text), False
+        return _encode_last(encoder, splitter, chunks), True
+    return _encode_ready(encoder, splitter, chunks), False
 
 
 async def aencode_iterable(
@@ -137,13 +138,12 @@ async def aencode_iterable(
         pending.append(chunk)
         pending_size += len(chunk)
         if pending_size >= BATCH_CHARS:
-            text = "".join(pending)
-            pending.clear()
+            batch, pending = pending, []
             pending_size = 0
-            ids = await anyio.to_thread.run_sync(_encode_ready, encoder, splitter, text)
+            ids = await anyio.to_thread.run_sync(_encode_ready, encoder, splitter, batch)
             if ids:
                 yield ids
-    ids = await anyio.to_thread.run_sync(_encode_last, encoder, splitter, "".join(pending))
+    ids = await anyio.to_thread.run_sync(_encode_last, encoder, splitter, pending)
     if ids:
         yield ids
 
