@@ -146,6 +146,10 @@ def test_encode_streambpe(
     tokenizers: list[Any] = []
 
     def cold_tokenizer() -> tuple[tuple[Any, str], dict[str, Any]]:
+        # Only the newest tokenizer stays alive, as for the peers, whose fresh
+        # objects go when their round ends: keeping every round's piece cache
+        # alive had each round fault in memory that the others never touch.
+        tokenizers.clear()
         tokenizers.append(fresh_tokenizer(streambpe_api, files, backend))
         return (tokenizers[-1], encode_text), {}
 
