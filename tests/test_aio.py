@@ -248,6 +248,33 @@ async def test_first_ids_come_after_at_most_one_batch_is_read(
 
 
 @pytest.mark.anyio
+async def test_an_async_source_is_read_one_batch_ahead(gpt2_tok: Tokenizer) -> None:
+    """After the first ids, the loop reads and queues the next batch before awaiting a batch's ids.
+
+    So the encoding thread goes from batch to batch without waiting for the loop
+    to read (where the async encoder's speed comes from), and the read-ahead is
+    exactly one batch. Counted pulls, not timing: the first ids come after one
+    batch is read, the ids of the k-th batch (k >= 2) once k + 1 are read. No
+    thread is left once the stream ends.
+    """
+    threads, children = set(threading.enumerate()), child_pids()
+    counter = PullCounter()
+    chunks = [CHUNK] * 2000
+    one_batch = -(-streambpe.streaming.aio.BATCH_CHARS // len(CHUNK))
+    pulled_at_each_batch: list[int] = []
+    ids: list[int] = []
+    async with aclosing(open_stream(gpt2_tok, make_source("async", chunks, counter))) as stream:
+        async for batch in stream:
+            pulled_at_each_batch.append(counter.pulled)
+            ids += batch
+    assert ids == gpt2_tok.encode(CHUNK * len(chunks))
+    batches = -(-len(chunks) // one_batch)
+    expected = [one_batch] + [min(len(chunks), (k + 1) * one_batch) for k in range(2, batches + 1)]
+    assert pulled_at_each_batch == expected
+    assert_nothing_left(threads, children)
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("kind", ["async", "sync-generator"])
 async def test_backpressure(gpt2_tok: Tokenizer, kind: str) -> None:
     """A consumer that takes one batch and stops leaves the source undrained; nothing reads ahead.

@@ -6,9 +6,12 @@ than the encoding itself; :func:`flatten` turns batches into single ids.
 
 The CPU work runs in a worker thread, a batch of about :data:`BATCH_CHARS`
 characters at a time, and the event loop gets the GIL back every few
-milliseconds (see :func:`_encode_ready`). Reading stops while the consumer
-is not asking for more (backpressure), so memory stays bounded. The ids
-equal ``encoder.encode(whole_text)`` whatever the chunking.
+milliseconds (see :func:`_encode_ready`). An async source is read on the
+loop one batch ahead: the next batch waits in the worker's queue while the
+current one is encoded, so the worker goes from batch to batch without
+waiting for the loop. Reading stops while the consumer is not asking for
+more (backpressure), so memory stays bounded. The ids equal
+``encoder.encode(whole_text)`` whatever the chunking.
 
 >>> import anyio
 >>> from streambpe.encode.encoder import Encoder
@@ -23,8 +26,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from functools import partial
 from typing import TypeVar
 
@@ -118,8 +122,9 @@ async def aencode_iterable(
 ) -> AsyncIterator[list[int]]:
     """Encode an async (or sync) stream of text chunks; yields lists of ids in order.
 
-    The source is read only as fast as batches are consumed: while the consumer
-    holds a batch, nothing more is read.
+    The source is read only as fast as batches are consumed: the first ids
+    come once one batch is read, later ones with at most one more batch read,
+    and while the consumer holds a batch, nothing more is read.
     """
     splitter = encoder.stream_splitter()
     if not isinstance(source, AsyncIterable):
@@ -132,20 +137,44 @@ async def aencode_iterable(
             if ids:
                 yield ids
         return
-    pending: list[str] = []
-    pending_size = 0
-    async for chunk in source:
-        pending.append(chunk)
-        pending_size += len(chunk)
-        if pending_size >= BATCH_CHARS:
-            batch, pending = pending, []
-            pending_size = 0
-            ids = await anyio.to_thread.run_sync(_encode_ready, encoder, splitter, batch)
+    # A thread of its own encodes the batches in the order they are queued,
+    # each continuing the splitter's state from the one before.
+    worker = ThreadPoolExecutor(1, thread_name_prefix="streambpe-aencode")
+    chunks = aiter(source)
+    queued: deque[Future[list[int]]] = deque()
+    ended = False
+    # Batches queued before waiting for the oldest: one until the first ids
+    # are out (so they come after one batch is read), then two. With one, the
+    # worker sat idle while the loop woke, yielded and read the next batch:
+    # 0.77x of iter_id_batches' speed under asyncio, against 0.98x with two.
+    depth = 1
+    try:
+        while queued or not ended:
+            while not ended and len(queued) < depth:
+                batch, ended = await _gather_batch(chunks)
+                job = _encode_last if ended else _encode_ready
+                queued.append(worker.submit(job, encoder, splitter, batch))
+            ids = await anyio.to_thread.run_sync(queued.popleft().result)
+            depth = 2
             if ids:
                 yield ids
-    ids = await anyio.to_thread.run_sync(_encode_last, encoder, splitter, pending)
-    if ids:
-        yield ids
+    finally:
+        # Waits for a batch the worker is still encoding, without blocking the
+        # loop, so that no thread outlives the stream.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(partial(worker.shutdown, wait=True, cancel_futures=True))
+
+
+async def _gather_batch(chunks: AsyncIterator[str]) -> tuple[list[str], bool]:
+    """About BATCH_CHARS characters of chunks from ``chunks``; and whether it ended."""
+    batch: list[str] = []
+    size = 0
+    async for chunk in chunks:
+        batch.append(chunk)
+        size += len(chunk)
+        if size >= BATCH_CHARS:
+            return batch, False
+    return batch, True
 
 
 async def flatten(batches: AsyncIterable[list[ItemT]]) -> AsyncIterator[ItemT]:
