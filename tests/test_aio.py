@@ -275,6 +275,62 @@ async def test_an_async_source_is_read_one_batch_ahead(gpt2_tok: Tokenizer) -> N
 
 
 @pytest.mark.anyio
+async def test_a_batch_already_encoded_is_taken_at_once_and_the_loop_still_turns(
+    gpt2_tok: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch the worker has finished is taken without a thread; other tasks still get a turn.
+
+    The source blocks for a moment before each chunk and never awaits, so the
+    worker is done with each queued batch before the loop asks for it. The
+    ids must still be those of the whole text, most batches must take the
+    ready path, and a task beside the stream must keep getting turns while it
+    runs: without a checkpoint on that path it would wait for the end.
+    """
+    monkeypatch.setattr(streambpe.streaming.aio, "BATCH_CHARS", 2000)
+    monkeypatch.setitem(splitter_defaults(), "min_release", 1000)
+    text = make_text(60_000, seed=8)
+    chunks = [text[start : start + 2000] for start in range(0, len(text), 2000)]
+    ready: list[bool] = []
+    ids_of = streambpe.streaming.aio._ids_of
+
+    async def noting_readiness(job: Any) -> list[int]:
+        ready.append(job.done())
+        return await ids_of(job)
+
+    monkeypatch.setattr(streambpe.streaming.aio, "_ids_of", noting_readiness)
+
+    async def blocking_source() -> AsyncIterator[str]:
+        for chunk in chunks:
+            time.sleep(0.01)  # holds the loop, not the GIL: the worker finishes meanwhile
+            yield chunk
+
+    turns = 0
+
+    async def beside() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.sleep(0)
+
+    ids: list[int] = []
+    turns_at_each_batch: list[int] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(beside)
+        async with aclosing(open_stream(gpt2_tok, blocking_source())) as stream:
+            async for batch in stream:
+                turns_at_each_batch.append(turns)
+                ids += batch
+        group.cancel_scope.cancel()
+    assert ids == gpt2_tok.encode(text)
+    assert len(turns_at_each_batch) >= 20
+    assert sum(ready) >= len(ready) // 2, f"the ready path was hardly taken: {ready}"
+    # Trio runs the tasks ready in a tick in random order, so the task beside
+    # may take its turn just after a batch is counted: compare two batches on.
+    counts = turns_at_each_batch
+    assert all(a < b for a, b in zip(counts, counts[2:], strict=False)), counts
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("kind", ["async", "sync-generator"])
 async def test_backpressure(gpt2_tok: Tokenizer, kind: str) -> None:
     """A consumer that takes one batch and stops leaves the source undrained; nothing reads ahead.
