@@ -16,7 +16,11 @@ in-memory encode text, each round with a cold cache: ``iter_id_batches`` over
 the same lines (ids in batches, as the async encoder yields them: the like
 for like), ``encode_iterable`` over them (one id at a time) and ``encode`` of
 the whole text (no lines to iterate). The async encoder runs under asyncio and
-trio and is fed the lines by an async generator.
+trio and is fed the lines by an async generator. Those tests run all of one
+way's rounds before the next way's; on a shared machine a slow spell can land
+on one side only, so ``test_aencode_iterable_in_turns`` also times
+``iter_id_batches``, asyncio and trio back to back in each round, checks
+their ids are equal, and notes each round's ratios and their medians.
 
 Every streambpe test runs once per kernel backend (the ``backend`` fixture);
 the child-process job gets the backend's name and selects it itself, before
@@ -25,6 +29,8 @@ its worker processes start (they inherit it).
 
 from __future__ import annotations
 
+import statistics
+import time
 from array import array
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
@@ -40,6 +46,9 @@ if TYPE_CHECKING:
 WORKERS = 2
 TIKTOKEN_SLICE_BYTES = 100 * MIB
 ROUNDS = 3
+#: Rounds of the synchronous and the async encoders in turns.
+INTERLEAVED_ROUNDS = 5
+EVENT_LOOPS = ("asyncio", "trio")
 
 
 # ---------------------------------------------------------------------------
@@ -298,3 +307,89 @@ def test_encode_whole_text_sync(
         input_bytes=len(encode_text.encode("utf-8")),
         tokens=tokens,
     )
+
+
+@pytest.mark.benchmark(group="aencode_iterable-in-turns")
+def test_aencode_iterable_in_turns(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    encode_text: str,
+    encode_lines: list[str],
+) -> None:
+    """``iter_id_batches`` and ``aencode_iterable`` (asyncio, trio) in turns, a ratio per round.
+
+    Each round gives each of the three a fresh tokenizer (cold cache), times
+    them back to back over the same lines, each going first in turn, and
+    checks that their ids are equal. The ratio is the synchronous time over the async one: 1.0 means
+    the async encoder keeps all of the synchronous speed.
+    """
+    from streambpe.core import NATIVE, using_backend
+
+    if NATIVE is None:
+        pytest.skip("the compiled core is not built: these rounds time the compiled kernel")
+    cold = _cold_r50k(streambpe_api, encoding_files, "native")
+
+    async def lines() -> AsyncIterator[str]:
+        for line in encode_lines:
+            yield line
+
+    async def collect(tokenizer: Any) -> list[int]:
+        ids: list[int] = []
+        async for batch in tokenizer.aencode_iterable(lines()):
+            ids += batch
+        return ids
+
+    def collect_batches(tokenizer: Any) -> list[int]:
+        # Joined batch by batch, as ``collect`` joins the async batches.
+        ids: list[int] = []
+        for batch in tokenizer.iter_id_batches(encode_lines):
+            ids += batch
+        return ids
+
+    def timed(run: Callable[[Any], list[int]]) -> tuple[float, list[int]]:
+        (tokenizer,), _ = cold()
+        with using_backend("native"):
+            started = time.perf_counter()
+            ids = run(tokenizer)
+            return time.perf_counter() - started, ids
+
+    ways: dict[str, Callable[[Any], list[int]]] = {"iter_id_batches": collect_batches}
+    for loop in EVENT_LOOPS:
+        ways[loop] = lambda tokenizer, loop=loop: anyio.run(collect, tokenizer, backend=loop)
+    sync_seconds: list[float] = []
+    ratios: dict[str, list[float]] = {loop: [] for loop in EVENT_LOOPS}
+
+    def rounds() -> None:
+        names = list(ways)
+        for number in range(INTERLEAVED_ROUNDS):
+            # Each way goes first in turn, so none always runs after the same one.
+            order = names[number % len(names) :] + names[: number % len(names)]
+            results = {name: timed(ways[name]) for name in order}
+            seconds, expected = results["iter_id_batches"]
+            sync_seconds.append(seconds)
+            for loop in EVENT_LOOPS:
+                loop_seconds, ids = results[loop]
+                assert ids == expected, (
+                    f"aencode_iterable ({loop}) ids differ from iter_id_batches'"
+                )
+                ratios[loop].append(seconds / loop_seconds)
+
+    benchmark.pedantic(rounds, rounds=1)
+    medians = {loop: statistics.median(values) for loop, values in ratios.items()}
+    report.finish(
+        "streambpe aencode_iterable, rounds in turns with iter_id_batches",
+        ours=True,
+        backend="native",
+        seconds=min(sync_seconds),
+        input_bytes=len(encode_text.encode("utf-8")),
+        **{f"median_speed_{loop}": round(median, 2) for loop, median in medians.items()},
+    )
+    for loop, values in ratios.items():
+        shown = ", ".join(f"{ratio:.2f}x" for ratio in values)
+        report.note(
+            f"aencode_iterable ({loop}) in turns with iter_id_batches over the same lines: "
+            f"its speed / theirs per round {shown}; median {medians[loop]:.2f}x, "
+            f"lowest {min(values):.2f}x"
+        )
