@@ -175,6 +175,12 @@ def encode_lines(encode_text: str) -> list[str]:
     return encode_text.splitlines(keepends=True)
 
 
+async def async_lines(lines: list[str]) -> AsyncIterator[str]:
+    """The lines from an async generator, as an async application would feed them."""
+    for line in lines:
+        yield line
+
+
 def _cold_r50k(
     streambpe_api: Callable[..., Any],
     encoding_files: Callable[[str], EncodingFiles],
@@ -216,13 +222,9 @@ def test_aencode_iterable(
 
     streambpe_api("Tokenizer", "aencode_iterable")
 
-    async def lines() -> AsyncIterator[str]:
-        for line in encode_lines:
-            yield line
-
     async def count_tokens(tokenizer: Any) -> int:
         count = 0
-        async for batch in tokenizer.aencode_iterable(lines()):
+        async for batch in tokenizer.aencode_iterable(async_lines(encode_lines)):
             count += len(batch)
         return count
 
@@ -322,8 +324,9 @@ def test_aencode_iterable_in_turns(
 
     Each round gives each of the three a fresh tokenizer (cold cache), times
     them back to back over the same lines, each going first in turn, and
-    checks that their ids are equal. The ratio is the synchronous time over the async one: 1.0 means
-    the async encoder keeps all of the synchronous speed.
+    checks that their ids are equal. The ratio is the synchronous time over
+    the async one: 1.0 means the async encoder keeps all of the synchronous
+    speed.
     """
     from streambpe.core import NATIVE, using_backend
 
@@ -331,13 +334,9 @@ def test_aencode_iterable_in_turns(
         pytest.skip("the compiled core is not built: these rounds time the compiled kernel")
     cold = _cold_r50k(streambpe_api, encoding_files, "native")
 
-    async def lines() -> AsyncIterator[str]:
-        for line in encode_lines:
-            yield line
-
     async def collect(tokenizer: Any) -> list[int]:
         ids: list[int] = []
-        async for batch in tokenizer.aencode_iterable(lines()):
+        async for batch in tokenizer.aencode_iterable(async_lines(encode_lines)):
             ids += batch
         return ids
 
