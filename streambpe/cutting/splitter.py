@@ -25,6 +25,11 @@ from streambpe.cutting.specials import SpecialTokenScanner, spanned_by_special
 DEFAULT_MIN_RELEASE = 64 * 1024
 
 
+def _check_chunk(chunk: object) -> None:
+    if not isinstance(chunk, str):
+        raise TypeError(f"expected str chunks, got {type(chunk).__name__}")
+
+
 class StreamSplitter:
     """Buffers text chunks; :meth:`feed` returns text that is safe to encode now.
 
@@ -55,7 +60,11 @@ class StreamSplitter:
 
     def feed(self, chunk: str) -> str:
         """Add ``chunk``; return the longest safely encodable prefix of the buffer (maybe ``""``)."""
-        return self.feed_all([chunk])
+        # Called once per line by line-by-line callers: no list of one chunk.
+        _check_chunk(chunk)
+        self._parts.append(chunk)
+        self._buffered += len(chunk)
+        return self._release()
 
     def feed_all(self, chunks: Sequence[str]) -> str:
         """Add ``chunks`` in order, like :meth:`feed` on their concatenation, without joining them first.
@@ -67,10 +76,13 @@ class StreamSplitter:
         ('a bc', ' d')
         """
         for chunk in chunks:
-            if not isinstance(chunk, str):
-                raise TypeError(f"expected str chunks, got {type(chunk).__name__}")
+            _check_chunk(chunk)
         self._parts.extend(chunks)
         self._buffered += sum(map(len, chunks))
+        return self._release()
+
+    def _release(self) -> str:
+        """The longest safely encodable prefix of the buffer, taken out of it (maybe ``""``)."""
         if self._buffered < self._min_release:
             return ""
         # Search only the unsearched tail, with enough text before it to judge a cut
