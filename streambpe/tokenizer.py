@@ -24,7 +24,9 @@ from typing import Any
 from streambpe._support.progress import ProgressReporter
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.core.bpe import ranks_from_merges
+from streambpe.core.split_steps import Pretokenization, describe_pattern, describe_steps
 from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
+from streambpe.errors import ParameterError
 from streambpe.formats import TokenizerFiles, load_tokenizer, save_tokenizer
 from streambpe.formats.gpt2 import read_gpt2
 from streambpe.formats.tiktoken_file import merges_from_ranks, read_tiktoken
@@ -45,7 +47,9 @@ class Tokenizer(Encoder):
         special_tokens: strings never split or merged. A list takes the ids the
             vocab already has for them, appending any missing one with the next
             free id; a mapping gives each its id.
-        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``).
+        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``),
+            or a chain of split steps (:data:`~streambpe.core.split_steps.SplitSteps`).
+            :attr:`pretokenizer_engine` says whether the compiled matcher runs it.
         cache_size: piece-cache capacity in entries (0 disables the cache).
     """
 
@@ -55,7 +59,7 @@ class Tokenizer(Encoder):
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Sequence[str] | Mapping[str, int] | None = None,
         *,
-        pattern: str = GPT2,
+        pattern: Pretokenization = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         merge_list = list(merges)
@@ -143,7 +147,17 @@ class Tokenizer(Encoder):
         )
 
     def save(self, directory: str | os.PathLike[str], *, format: str = "gpt2") -> Path:
-        """Write this tokenizer to ``directory`` as ``"gpt2"``, ``"tiktoken"`` or ``"hf"``."""
+        """Write this tokenizer to ``directory`` as ``"gpt2"``, ``"tiktoken"`` or ``"hf"``.
+
+        A tokenizer whose pre-tokenizer is a chain of split steps has no
+        single pattern to write, and raises ``ParameterError``.
+        """
+        if not isinstance(self.pattern, str):
+            raise ParameterError(
+                f"this tokenizer cuts text with a chain of split steps "
+                f"({describe_steps(self.pattern)}), which the {format!r} format cannot hold; "
+                "save it with a single pattern instead"
+            )
         files = TokenizerFiles(
             vocab=dict(self._decoder),
             merges=self.merges,
@@ -318,5 +332,5 @@ class Tokenizer(Encoder):
     def __repr__(self) -> str:
         return (
             f"Tokenizer(n_vocab={self.n_vocab}, special_tokens={len(self._special_ids)}, "
-            f"pattern={self.pattern[:24]!r}...)"
+            f"pattern={describe_pattern(self.pattern)[:24]!r}...)"
         )
