@@ -157,7 +157,9 @@ def test_custom_pattern_streambpe(
             tokenizer.encode_ordinary("warm the kernel up")
             tokenizers.append(tokenizer)
         if backend == "native":
-            assert tokenizers[0].pretokenizer_engine == "native", tokenizers[0].pretokenizer_fallback
+            assert tokenizers[0].pretokenizer_engine == "native", tokenizers[
+                0
+            ].pretokenizer_fallback
         benchmark.group = f"custom-{name}"
         rounds = iter(tokenizers)
         result = benchmark.pedantic(
@@ -193,9 +195,7 @@ def test_custom_pattern_hf_tokenizers(
         args=(encode_text,),
         rounds=1,
     )
-    report.finish(
-        "HF tokenizers encode", ours=False, input_bytes=len(encode_text.encode("utf-8"))
-    )
+    report.finish("HF tokenizers encode", ours=False, input_bytes=len(encode_text.encode("utf-8")))
 
 
 @pytest.mark.parametrize("name", CONFIGURATIONS)
