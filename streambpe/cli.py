@@ -39,8 +39,8 @@ from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
 from streambpe.streaming.sharded import DEFAULT_SHARD_BYTES
 from streambpe.tokenizer import Tokenizer
-from streambpe.train.count_cache import CACHE_KEYS
 from streambpe.train.count_tasks import INPUT_FORMATS
+from streambpe.train.options import CACHE_KEYS
 from streambpe.train.trainer import train_bpe
 
 _READ_BLOCK = 1 << 20
