@@ -20,10 +20,11 @@ import itertools
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from streambpe import core
 from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan
+from streambpe.core.piece_cache import CacheInfo
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.thread_kernels import ThreadKernels
@@ -48,21 +49,6 @@ class _Unset:
 
 
 UNSET: Final = _Unset()
-
-
-class CacheInfo(NamedTuple):
-    """Piece-cache counts: hits are lookups that ran no BPE."""
-
-    hits: int
-    misses: int
-    maxsize: int
-    currsize: int
-
-    @property
-    def hit_rate(self) -> float:
-        """Hits over lookups (0.0 before any lookup)."""
-        lookups = self.hits + self.misses
-        return self.hits / lookups if lookups else 0.0
 
 
 def fix_surrogates(text: str) -> str:
