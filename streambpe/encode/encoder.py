@@ -435,6 +435,15 @@ class Encoder:
         specials = self._special_spans(scanner, text)
         return pieces.count_text(text, self.pattern, pretokenizer, specials)
 
+    def encode_single_piece(self, piece: bytes) -> list[int]:
+        """BPE on ``piece`` as one piece: no pattern split, no special tokens.
+
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"he"}
+        >>> Encoder(vocab, {b"he": 0}).encode_single_piece(b"he he")
+        [256, 32, 256]
+        """
+        return self._kernel()[1].encode_bytes(piece)
+
     def stream_splitter(self) -> StreamSplitter:
         """A :class:`StreamSplitter` matching this encoder's specials and pattern."""
         return StreamSplitter(
