@@ -73,3 +73,14 @@ def seed_cache(folder: Path) -> Path:
     for url, contents in published_files().items():
         (folder / cache_name(url)).write_bytes(contents)
     return folder
+
+
+def tiny_encoding_spec() -> dict[str, object]:
+    """A small encoding's constructor, importable by name (so pickles can refer to it)."""
+    ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256}
+    return {
+        "name": "tiny_registered",
+        "pat_str": r"\S+|\s+",
+        "mergeable_ranks": ranks,
+        "special_tokens": {"<|end|>": 257},
+    }
