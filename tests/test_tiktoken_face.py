@@ -49,8 +49,10 @@ SAMPLE = (
 )
 
 TEXT_ALPHABET = st.sampled_from(
-    list("aAzZ eé\n\r\t 0123456789'!?.,-_/\\$€世界😀\u0300\u3000\x0b")
-    + ["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>", "'s", "'LL", "  ", "\n\n"]
+    [
+        *"aAzZ eé\n\r\t 0123456789'!?.,-_/\\$€世界😀\u0300\u3000\x0b",
+        *["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>", "'s", "'LL", "  ", "\n\n"],
+    ]
 )
 TEXTS = st.lists(TEXT_ALPHABET, max_size=40).map("".join)
 
@@ -84,9 +86,8 @@ def test_sample_encodes_as_tiktoken_under_every_policy(name: str) -> None:
         {"allowed_special": {known[0], "<|not-a-special|>"}, "disallowed_special": ()},
     ]
     for policy in policies:
-        assert _outcome(lambda: ours.encode(SAMPLE, **policy)) == _outcome(
-            lambda: theirs.encode(SAMPLE, **policy)
-        ), policy
+        mine = _outcome(ours.encode, SAMPLE, **policy)
+        assert mine == _outcome(theirs.encode, SAMPLE, **policy), policy
     assert ours.encode_ordinary(SAMPLE) == theirs.encode_ordinary(SAMPLE)
     assert ours.encode("plain text") == theirs.encode("plain text")
     ids = theirs.encode(SAMPLE, allowed_special="all")
@@ -108,10 +109,10 @@ def test_random_text_encodes_as_tiktoken(name: str, text: str) -> None:
 # --------------------------------------------------------------------------- special-token policy
 
 
-def _outcome(call: Callable[[], object]) -> tuple[str, object]:
+def _outcome(function: Callable[..., object], *args: Any, **kwargs: Any) -> tuple[str, object]:
     """The result, or the built-in type and message of the exception (ours subclass them)."""
     try:
-        return "ok", call()
+        return "ok", function(*args, **kwargs)
     except Exception as exc:
         builtin = next(kind for kind in type(exc).__mro__ if kind.__module__ == "builtins")
         return builtin.__name__, str(exc)
@@ -134,8 +135,8 @@ def test_disallowed_special_tokens_raise_tiktokens_error(text: str, policy: dict
     """Guards encode's default: a special token in the text is an error unless allowed."""
     ours, theirs = _pair("cl100k_base")
     for method in ("encode", "encode_to_numpy", "encode_with_unstable"):
-        mine = _outcome(lambda: getattr(ours, method)(text, **policy))
-        reference = _outcome(lambda: getattr(theirs, method)(text, **policy))
+        mine = _outcome(getattr(ours, method), text, **policy)
+        reference = _outcome(getattr(theirs, method), text, **policy)
         if method == "encode_to_numpy" and mine[0] == "ok":
             mine, reference = ("ok", list(mine[1])), ("ok", list(reference[1]))  # type: ignore[call-overload]
         if method == "encode_with_unstable" and mine[0] == "ok":
@@ -146,7 +147,7 @@ def test_disallowed_special_tokens_raise_tiktokens_error(text: str, policy: dict
 
 def test_disallowed_special_error_is_a_streambpe_value_error() -> None:
     """Guards the error type: tiktoken's ValueError, and also a StreamBPEError."""
-    with pytest.raises(ValueError, match="disallowed special token '<|endoftext|>'") as info:
+    with pytest.raises(ValueError, match=r"disallowed special token '<\|endoftext\|>'") as info:
         face.get_encoding("r50k_base").encode("<|endoftext|>")
     assert isinstance(info.value, StreamBPEError)
 
@@ -189,7 +190,18 @@ def _unstable_as_sets(result: object) -> tuple[list[int], set[tuple[int, ...]]]:
 @pytest.mark.parametrize("name", ["cl100k_base", "r50k_base"])
 @pytest.mark.parametrize(
     "text",
-    ["hello fanta", "hello world ", "x\n", "line\n  ", "a  !", "caf\u00e9", "é", "", "12345", "你好"],
+    [
+        "hello fanta",
+        "hello world ",
+        "x\n",
+        "line\n  ",
+        "a  !",
+        "caf\u00e9",
+        "é",
+        "",
+        "12345",
+        "你好",
+    ],
 )
 def test_encode_with_unstable_matches_tiktoken(name: str, text: str) -> None:
     """Guards the stable ids and the set of completions (tiktoken's come unordered)."""
@@ -214,9 +226,8 @@ def test_single_tokens_and_pieces_match_tiktoken() -> None:
     for token in ["hello", b" world", "<|endoftext|>", b"\xff", "<|endofprompt|>"]:
         assert ours.encode_single_token(token) == theirs.encode_single_token(token)
     for missing in ["hello world", b"\xff\xfe\xfd", "<|nope|>"]:
-        assert _outcome(lambda: ours.encode_single_token(missing)) == _outcome(
-            lambda: theirs.encode_single_token(missing)
-        )
+        mine = _outcome(ours.encode_single_token, missing)
+        assert mine == _outcome(theirs.encode_single_token, missing)
     for piece in ["helloqqqq", b"  \xe4\xb8", "a" * 300, "don't stop"]:
         assert ours._encode_single_piece(piece) == theirs._encode_single_piece(piece)
     assert ours._encode_only_native_bpe(SAMPLE) == theirs._encode_only_native_bpe(SAMPLE)
@@ -313,7 +324,9 @@ def test_surrogates_do_not_break_the_methods_tiktoken_fails_on() -> None:
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
-@pytest.mark.parametrize("text", ["a" * 200_000, " " * 200_000, "\U0001f600" * 50_000, "1" * 99_999])
+@pytest.mark.parametrize(
+    "text", ["a" * 200_000, " " * 200_000, "\U0001f600" * 50_000, "1" * 99_999]
+)
 def test_long_runs_of_one_character_match_tiktoken(name: str, text: str) -> None:
     """Guards long pieces: a run of one character is one huge piece, merged without blowing up."""
     ours, theirs = _pair(name)
@@ -347,14 +360,9 @@ def test_a_custom_encoding_behaves_as_tiktokens() -> None:
     ours, theirs = Encoding(**_custom_arguments()), tiktoken.Encoding(**_custom_arguments())
     text = "abc ab's abab<|stop|> x"
     assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
-    assert (ours.n_vocab, ours.max_token_value) == (theirs.n_vocab, theirs.max_token_value) == (
-        301,
-        300,
-    )
-    with pytest.raises(KeyError):
-        theirs.eot_token
-    with pytest.raises(KeyError, match="endoftext"):
-        ours.eot_token
+    assert ours.n_vocab == theirs.n_vocab == 301
+    assert ours.max_token_value == theirs.max_token_value == 300
+    assert _outcome(getattr, ours, "eot_token") == _outcome(getattr, theirs, "eot_token")
 
 
 def test_explicit_n_vocab_is_checked() -> None:
