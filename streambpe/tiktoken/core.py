@@ -271,12 +271,18 @@ class Encoding:
 
     def _ids_covering(self, ids: list[int], length: int) -> tuple[int, ...]:
         """The shortest prefix of ``ids`` whose bytes are at least ``length`` long."""
+        token_bytes = self._token_bytes
         covered = 0
         for count, token_id in enumerate(ids, start=1):
-            covered += len(self._tokenizer.decode_single_token_bytes(token_id))
+            covered += len(token_bytes[token_id])
             if covered >= length:
                 return tuple(ids[:count])
         return tuple(ids)
+
+    @functools.cached_property
+    def _token_bytes(self) -> dict[int, bytes]:
+        """Each ordinary token's bytes by id, for the unstable-tail search."""
+        return {token_id: token for token, token_id in self._mergeable_ranks.items()}
 
     def _ids_and_unstable_tail(self, text: str, allowed: frozenset[str]) -> tuple[list[int], int]:
         """The ids of ``text``, and how many at the end are not yet final.
@@ -304,8 +310,8 @@ class Encoding:
         return ids, tail
 
     def _is_space_token(self, token_id: int) -> bool:
-        token = self._tokenizer.decode_single_token_bytes(token_id)
-        return not token.translate(None, _TAIL_SPACE_BYTES)
+        token = self._token_bytes.get(token_id)
+        return token is not None and not token.translate(None, _TAIL_SPACE_BYTES)
 
     @functools.cached_property
     def _sorted_token_bytes(self) -> list[bytes]:
