@@ -122,7 +122,7 @@ class Tokenizer(Encoder):
     ) -> Tokenizer:
         """Build from tiktoken-style ``mergeable_ranks`` (token bytes -> rank = id)."""
         tokenizer = cls.__new__(cls)
-        vocab = {rank: token for token, rank in ranks.items()}
+        vocab = dict(zip(ranks.values(), ranks.keys(), strict=True))
         Encoder.__init__(
             tokenizer, vocab, ranks, special_tokens or {}, pattern=pattern, cache_size=cache_size
         )

@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,7 +175,7 @@ def test_get_encoding_offline_without_a_cache_says_what_to_do(
     def offline(url: str, timeout: float) -> object:
         raise urllib.error.URLError("no route to host")
 
-    monkeypatch.setattr(vocabulary_files.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
     monkeypatch.setattr(registry, "ENCODINGS", {})
     with pytest.raises(VocabularyFileError) as info:
         registry.get_encoding("r50k_base")

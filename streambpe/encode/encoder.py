@@ -91,10 +91,11 @@ class Encoder:
         self._special_ids = _assign_special_ids(self._decoder, special_tokens)
         special_id_set = set(self._special_ids.values())
         # Special tokens are reachable only through the scanner, never as ordinary text.
-        self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
-        self._encoder: dict[bytes, int] = {}
-        for token_id in sorted(self._ordinary_vocab):
-            self._encoder.setdefault(vocab[token_id], token_id)
+        if any(token_id in vocab for token_id in special_id_set):
+            self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
+        else:
+            self._ordinary_vocab = dict(vocab)
+        self._encoder: dict[bytes, int] = _lowest_id_of_each_token(self._ordinary_vocab)
         missing = [byte for byte in range(256) if bytes([byte]) not in self._encoder]
         if missing:
             raise ParameterError(
@@ -532,6 +533,20 @@ def _assign_special_ids(
             existing, next_id = next_id, next_id + 1
         ids[token] = existing
     return ids
+
+
+def _lowest_id_of_each_token(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
+    """Token bytes -> id; where several ids share the same bytes, the lowest.
+
+    >>> _lowest_id_of_each_token({7: b"a", 3: b"a", 5: b"b"})
+    {b'a': 3, b'b': 5}
+    """
+    inverse = dict(zip(vocab.values(), vocab.keys(), strict=True))
+    if len(inverse) == len(vocab):
+        # No bytes twice, so nothing to choose: this skips a sort of the whole
+        # vocabulary, a fifth of loading o200k.
+        return inverse
+    return {token: token_id for token_id, token in sorted(vocab.items(), reverse=True)}
 
 
 @lru_cache(maxsize=64)

@@ -15,11 +15,8 @@ whole or not at all (:mod:`streambpe._support.atomic`).
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from streambpe._support.atomic import atomic_write
@@ -85,6 +82,11 @@ def read_file(blobpath: str) -> bytes:
 
 
 def _download(url: str) -> bytes:
+    # Imported here: urllib's HTTPS stack (ssl, http.client, email) takes longer
+    # to import than the rest of this package, and a warm cache never needs it.
+    import http.client
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
             data: bytes = response.read()
@@ -94,7 +96,8 @@ def _download(url: str) -> bytes:
 
 
 def _download_failure(url: str, exc: BaseException) -> str:
-    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    # URLError carries the cause (refused, unknown host) in ``reason``.
+    reason = getattr(exc, "reason", None) or exc
     name = url.rsplit("/", 1)[-1]
     folder, variable = cache_folder()
     if folder is None:
