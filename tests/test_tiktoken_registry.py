@@ -49,6 +49,14 @@ def test_every_tiktoken_encoding_name_is_known() -> None:
     assert names[:7] == tiktoken.list_encoding_names()
 
 
+def test_public_names_are_tiktokens() -> None:
+    """Guards the top-level names: everything tiktoken exports, plus register_encoding."""
+    exported = {name for name in dir(tiktoken) if not name.startswith("_")}
+    assert exported - {"core", "model", "registry", "load"} <= set(dir(face))
+    assert face.__version__ == tiktoken.__version__
+    assert callable(face.register_encoding)
+
+
 def test_get_encoding_returns_one_shared_object() -> None:
     """Guards the once-per-process build."""
     assert face.get_encoding("r50k_base") is face.get_encoding("r50k_base")

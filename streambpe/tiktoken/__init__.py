@@ -22,8 +22,14 @@ from streambpe.tiktoken.core import Encoding
 from streambpe.tiktoken.model import encoding_for_model, encoding_name_for_model
 from streambpe.tiktoken.registry import get_encoding, list_encoding_names, register_encoding
 
+#: The tiktoken release whose names, tables and file hashes this module mirrors
+#: (code that checks ``tiktoken.__version__`` reads it); streambpe's own
+#: version is ``streambpe.__version__``.
+__version__ = "0.14.0"
+
 __all__ = [
     "Encoding",
+    "__version__",
     "encoding_for_model",
     "encoding_name_for_model",
     "get_encoding",
