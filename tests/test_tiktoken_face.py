@@ -211,6 +211,16 @@ def test_encode_with_unstable_matches_tiktoken(name: str, text: str) -> None:
     assert mine[1] == sorted(mine[1])
 
 
+@settings(max_examples=15, deadline=None)
+@given(text=st.lists(st.sampled_from(["ab", "x", "é", " ", "\n", "!", "12", "\xff"]), max_size=6))
+def test_encode_with_unstable_matches_tiktoken_on_random_ends(text: list[str]) -> None:
+    """Guards the unstable tail on endings of letters, spaces, newlines, digits, accents."""
+    ours, theirs = face.get_encoding("r50k_base"), tiktoken.get_encoding("r50k_base")
+    joined = "".join(text)
+    mine = _unstable_as_sets(ours.encode_with_unstable(joined))
+    assert mine == _unstable_as_sets(theirs.encode_with_unstable(joined))
+
+
 def test_encode_with_unstable_after_a_special_token_has_no_completions() -> None:
     """Guards the special-token end: nothing after it can change."""
     ours, theirs = _pair("cl100k_base")

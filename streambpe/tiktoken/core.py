@@ -318,12 +318,16 @@ class Encoding:
         return sorted(self._mergeable_ranks)
 
     def _tokens_starting_with(self, prefix: bytes) -> list[bytes]:
+        """The tokens that start with ``prefix``: a run of the sorted tokens, found by bisection."""
         tokens = self._sorted_token_bytes
         start = bisect.bisect_left(tokens, prefix)
-        end = start
-        while end < len(tokens) and tokens[end].startswith(prefix):
-            end += 1
-        return tokens[start:end]
+        # Every token starting with ``prefix`` sorts below the prefix with its
+        # last byte that is not 0xff raised by one.
+        stem = prefix.rstrip(b"\xff")
+        if not stem:
+            return tokens[start:]
+        beyond = stem[:-1] + bytes([stem[-1] + 1])
+        return tokens[start : bisect.bisect_left(tokens, beyond, start)]
 
     def _ids_starting_with(self, prefix: bytes) -> list[int]:
         return [self._mergeable_ranks[token] for token in self._tokens_starting_with(prefix)]
