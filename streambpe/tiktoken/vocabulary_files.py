@@ -14,6 +14,7 @@ whole or not at all (:mod:`streambpe._support.atomic`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -147,8 +148,10 @@ def read_file_cached(blobpath: str, expected_hash: str | None = None) -> bytes:
     if cached is not None:
         if expected_hash is None or check_hash(cached, expected_hash):
             return cached
-        # A damaged copy: fetch it again rather than fail.
-        path.unlink(missing_ok=True)
+        # A damaged copy: fetch it again rather than fail (the write below
+        # replaces it, so a copy that cannot be removed here is no obstacle).
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
     data = _verified(blobpath, read_file(blobpath), expected_hash)
     try:
         folder.mkdir(parents=True, exist_ok=True)
