@@ -164,6 +164,7 @@ def test_offline_error_names_the_file_the_url_and_the_variable(cache: Path) -> N
     assert url in message
     assert "TIKTOKEN_CACHE_DIR" in message
     assert str(cache / cache_name(url)) in message
+    assert info.value.__suppress_context__, "urllib's traceback should not be shown"
     assert list(cache.iterdir()) == []
 
 

@@ -92,7 +92,8 @@ def _download(url: str) -> bytes:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
             data: bytes = response.read()
     except (OSError, http.client.HTTPException) as exc:
-        raise VocabularyFileError(_download_failure(url, exc)) from exc
+        # The message carries the cause; urllib's own traceback would only bury it.
+        raise VocabularyFileError(_download_failure(url, exc)) from None
     return data
 
 
