@@ -245,18 +245,29 @@ def test_bulk_face_and_tokenizer_in_turns(
     bulk_reference: str,
     backend: str,
 ) -> None:
-    """The face and a Tokenizer on the same ranks, round by round, so machine noise hits both."""
+    """The face and a Tokenizer on the same ranks, round by round, so machine noise hits both.
+
+    Both are built here, one after the other, so neither carries the history
+    of earlier tests (where its tables landed in memory, a cache once filled).
+    """
     from streambpe.core import using_backend
+    from streambpe.tiktoken import Encoding
     from streambpe.tokenizer import Tokenizer
 
     benchmark.group = "tiktoken-face-bulk"
+    arguments = {
+        "pat_str": face_o200k._pat_str,
+        "mergeable_ranks": face_o200k._mergeable_ranks,
+        "special_tokens": face_o200k._special_tokens,
+    }
+    encoding = Encoding("o200k_base", **arguments)
     tokenizer = Tokenizer.from_ranks(
-        face_o200k._mergeable_ranks,
-        pattern=face_o200k._pat_str,
-        special_tokens=face_o200k._special_tokens,
+        arguments["mergeable_ranks"],
+        pattern=arguments["pat_str"],
+        special_tokens=arguments["special_tokens"],
     )
     sides: dict[str, tuple[Any, Callable[[str], list[int]]]] = {
-        "Encoding": (face_o200k.tokenizer, face_o200k.encode_ordinary),
+        "Encoding": (encoding.tokenizer, encoding.encode_ordinary),
         "Tokenizer": (tokenizer, tokenizer.encode_ordinary),
     }
     times: dict[str, list[float]] = {name: [] for name in sides}
