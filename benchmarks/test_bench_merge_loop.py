@@ -42,7 +42,9 @@ def word_counts(streambpe_api: Callable[..., Any], train_small_corpus: Path) -> 
     from streambpe.train.options import TrainOptions
 
     settings = CountSettings(GPT2, (SPECIAL,))
-    return count_words_in_inputs(resolve_inputs(train_small_corpus), TrainOptions(settings, workers=2))
+    return count_words_in_inputs(
+        resolve_inputs(train_small_corpus), TrainOptions(settings, workers=2)
+    )
 
 
 @pytest.fixture(scope="module")

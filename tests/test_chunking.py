@@ -43,6 +43,8 @@ def _count_file(
     """Word counts of a file through the counting step, options built as train_bpe builds them."""
     count_settings = CountSettings(pattern, tuple(specials), chunk_size=chunk_size)
     return count_words_in_inputs(resolve_inputs(path), TrainOptions(count_settings, **run))
+
+
 WHITESPACE = regex.compile(r"\s")
 SPECIAL_SETS: list[list[str]] = [
     [],
