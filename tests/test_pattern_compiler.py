@@ -160,7 +160,7 @@ steps_strategy = st.lists(
 ).map(tuple)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(steps=steps_strategy, text=texts())
 def test_native_chains_split_like_the_reference(steps: SplitSteps, text: str) -> None:
     assert _native(steps).pieces(text) == split_with_steps(text, steps)  # type: ignore[attr-defined]
