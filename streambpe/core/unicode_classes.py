@@ -194,3 +194,82 @@ def build_class_table() -> ClassTable:
 def class_table() -> ClassTable:
     """The class table of this process's ``regex`` module, built on first call."""
     return build_class_table()
+
+
+#: Unicode general categories, in the order of their index in :func:`base_table`.
+GENERAL_CATEGORIES: tuple[str, ...] = (
+    "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No",
+    "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So",
+    "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn",
+)  # fmt: skip
+#: Added to a code point's category index in :func:`base_table` when it matches ``\\s``.
+SPACE_BASE = 32
+
+
+@dataclass(frozen=True)
+class BaseTable:
+    """Each code point's general category and whitespace flag, as the installed ``regex`` sees them.
+
+    ``entry(cp) = blocks[block_of[cp >> 8] * 256 + (cp & 255)]`` is the index of
+    the category in :data:`GENERAL_CATEGORIES`, plus :data:`SPACE_BASE` if
+    ``cp`` matches ``\\s``. Any class of the native pattern matcher is a set of
+    these entries plus explicit ranges (:mod:`~streambpe.core.pattern_compiler`).
+    """
+
+    block_of: array[int]
+    blocks: array[int]
+
+    def entry(self, code_point: int) -> int:
+        """The base entry of ``code_point``.
+
+        >>> table = base_table()
+        >>> GENERAL_CATEGORIES[table.entry(ord("a"))], table.entry(ord(" ")) >= SPACE_BASE
+        ('Ll', True)
+        """
+        block = self.block_of[code_point >> 8]
+        return self.blocks[block * BLOCK_SIZE + (code_point & (BLOCK_SIZE - 1))]
+
+
+def build_base_table() -> BaseTable:
+    """Build the table from the installed ``regex``; :func:`base_table` caches it.
+
+    One pass of a pattern with a group per category over every code point
+    (runs of one category are long, so it takes a few thousand matches), and
+    one of ``\\s``: about 0.1 s.
+
+    >>> build_base_table().entry(0x10FFFF) == GENERAL_CATEGORIES.index("Cn")
+    True
+    """
+    text = all_code_points()
+    entries = bytearray(CODE_POINTS)
+    by_category = "|".join(f"(\\p{{{category}}}+)" for category in GENERAL_CATEGORIES)
+    covered = 0
+    for run in regex.finditer(by_category, text):
+        start, end = run.span()
+        entries[start:end] = bytes([run.lastindex - 1]) * (end - start)  # type: ignore[operator]
+        covered += end - start
+    if covered != CODE_POINTS:
+        raise RuntimeError(
+            f"regex {regex.__version__} puts {CODE_POINTS - covered} code points in no general "
+            "category; the native pattern matcher cannot describe its classes"
+        )
+    for run in regex.finditer(r"\s+", text):
+        start, end = run.span()
+        entries[start:end] = bytes(value | SPACE_BASE for value in entries[start:end])
+    block_ids: dict[bytes, int] = {}
+    block_of = array("H")
+    blocks = array("B")
+    for start in range(0, CODE_POINTS, BLOCK_SIZE):
+        block = bytes(entries[start : start + BLOCK_SIZE])
+        block_id = block_ids.get(block)
+        if block_id is None:
+            block_id = block_ids[block] = len(block_ids)
+            blocks.frombytes(block)
+        block_of.append(block_id)
+    return BaseTable(block_of=block_of, blocks=blocks)
+
+
+@cache
+def base_table() -> BaseTable:
+    """The base table of this process's ``regex`` module, built on first call."""
+    return build_base_table()
