@@ -113,8 +113,11 @@ def document(
 ) -> dict[str, Any]:
     """A ``tokenizer.json`` document over ``vocab`` and ``merges`` with the given components."""
     spelled = {encode_token(token): token_id for token_id, token in sorted(vocab.items())}
-    for byte in missing_bytes:
-        del spelled[encode_token(bytes([byte]))]
+    if missing_bytes:
+        # Ids stay contiguous without the missing bytes, so added tokens follow them.
+        for byte in missing_bytes:
+            del spelled[encode_token(bytes([byte]))]
+        spelled = {spelling: i for i, spelling in enumerate(spelled)}
     pairs = [(encode_token(left), encode_token(right)) for left, right in merges]
     model: dict[str, Any] = {
         "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,

@@ -71,7 +71,13 @@ def read_hf_tokenizer(path: str | os.PathLike[str]) -> HFTokenizerSpec:
     normalizer = read_normalizer(root.child("normalizer"))
     added = read_added_tokens(root.child("added_tokens"), model.spellings)
     decode_added = read_decoder(root.child("decoder"))
-    decoded = model.decode_only | {token.id: decode_added(token.content) for token in added}
+    # tokenizers keeps a normalized token under its normalized text, and decodes that.
+    decoded = model.decode_only | {
+        token.id: decode_added(
+            normalizer.normalize(token.content) if normalizer and token.normalized else token.content
+        )
+        for token in added
+    }
     pipeline = TextPipeline(
         added,
         normalizer,
@@ -80,5 +86,12 @@ def read_hf_tokenizer(path: str | os.PathLike[str]) -> HFTokenizerSpec:
         decoded=decoded,
     )
     added_ids = {token.id for token in added}
+    spelling_of = {token_id: spelling for spelling, token_id in model.spellings.items()}
+    for index, token in enumerate(added):
+        if token.id in spelling_of and spelling_of[token.id] != token.content:
+            raise root.child("added_tokens").item(index).fail(
+                f"{token.content!r} gets id {token.id}, which model.vocab gives to "
+                f"{spelling_of[token.id]!r}: one id would stand for two tokens"
+            )
     vocab = {token_id: token for token_id, token in model.vocab.items() if token_id not in added_ids}
     return HFTokenizerSpec(vocab, model.merges, pre_tokenizer.pattern, pipeline, document)
