@@ -26,7 +26,7 @@ from streambpe import core
 from streambpe._support.utf8 import NEVER_IN_UTF8
 from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
-from streambpe.cutting.splitter import StreamSplitter
+from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.pipeline.text import TextPipeline
@@ -488,13 +488,16 @@ class Encoder:
         text, specials = self._prepared(scanner, text)
         return pieces.count_text(text, self.pattern, pretokenizer, specials)
 
-    def stream_splitter(self) -> StreamSplitter:
-        """A :class:`StreamSplitter` matching this encoder's specials and pattern."""
+    def stream_splitter(self, min_release: int = DEFAULT_MIN_RELEASE) -> StreamSplitter:
+        """A :class:`StreamSplitter` matching this encoder's specials, pattern and pipeline."""
         if self.pipeline is None:
-            return StreamSplitter(list(self._special_ids), space_cuts=self.space_cuts)
+            return StreamSplitter(
+                list(self._special_ids), space_cuts=self.space_cuts, min_release=min_release
+            )
         return StreamSplitter(
             [token.content for token in self.pipeline.raw_tokens],
             space_cuts=self.space_cuts,
+            min_release=min_release,
             cut_tokens=self.cut_tokens,
             safe_start=self.pipeline.is_safe_start,
         )
