@@ -10,6 +10,7 @@ scripts, digits, CJK, whitespace runs, added tokens inside words).
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tiktoken
 from hf_documents import (
     BYTE_LEVEL_ONLY,
     LLAMA3_PATTERN,
@@ -242,3 +244,54 @@ def test_the_samples_need_dropped_merges_and_ignore_merges(
     merged = HFTokenizer.from_file(str(build(tmp_path, trained, "llama3.2")))
     read_as_true = Tokenizer.load(whole)
     assert any(read_as_true.encode(t) != merged.encode(t).ids for t in samples)
+
+
+TEKKEN_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+    r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def test_tekken_layout_gives_mistral_common_ids(
+    tmp_path: Path, trained: tuple[Vocab, Merges]
+) -> None:
+    """mistral-common encodes with tiktoken over the first ranks, then shifts past the specials."""
+    vocab, _ = trained
+    tokens = [vocab[i] for i in sorted(vocab)]
+    specials, used = 100, len(tokens) - 10
+    doc = {
+        "config": {"pattern": TEKKEN_PATTERN, "default_vocab_size": specials + used,
+                   "default_num_special_tokens": specials, "version": "v13"},
+        "vocab": [{"rank": rank, "token_bytes": base64.b64encode(token).decode(),
+                   "token_str": None} for rank, token in enumerate(tokens)],
+        "special_tokens": [{"rank": rank, "token_str": name, "is_control": True}
+                           for rank, name in enumerate(["<unk>", "<s>", "</s>", "[INST]"])],
+    }  # fmt: skip
+    path = write(tmp_path, doc, "tekken.json")
+    reference = tiktoken.Encoding(
+        "tekken-test",
+        pat_str=TEKKEN_PATTERN,
+        mergeable_ranks={token: rank for rank, token in enumerate(tokens[:used])},
+        special_tokens={},
+    )
+    ours = Tokenizer.load(path)
+    for text in [*texts(), "[INST] hi [/INST]"]:
+        expected = [i + specials for i in reference.encode(text, disallowed_special=())]
+        assert ours.encode_ordinary(text) == expected
+        assert ours.decode(expected) == reference.decode([i - specials for i in expected])
+    assert ours.encode("[INST]hi") == [3, *ours.encode_ordinary("hi")]
+    assert ours.special_tokens["<SPECIAL_99>"] == 99 and ours.n_vocab == specials + used
+
+
+def test_saved_tokenizer_json_loads_alike_in_tokenizers(
+    tmp_path: Path, trained: tuple[Vocab, Merges]
+) -> None:
+    ours = Tokenizer.load(build(tmp_path, trained, "added-token-options"))
+    folder = ours.save(tmp_path / "saved", format="hf")
+    reference = HFTokenizer.from_file(str(folder / "tokenizer.json"))
+    again = Tokenizer.load(folder)
+    for text in [*texts(), *special_samples()]:
+        assert again.encode(text) == ours.encode(text) == reference.encode(text).ids
+    with pytest.raises(ValueError, match="saves only as format='hf'"):
+        ours.save(tmp_path / "gpt2", format="gpt2")
