@@ -185,15 +185,16 @@ class Tokenizer(Encoder):
     @classmethod
     def _from_json_file(cls, path: Path, cache_size: int) -> Tokenizer:
         """A ``tokenizer.json`` or a ``tekken.json``, told apart by their layout."""
-        if path.name == TEKKEN_FILE or is_tekken_document(read_json_file(path)):
-            spec = read_tekken(path)
+        document = read_json_file(path)
+        if path.name == TEKKEN_FILE or is_tekken_document(document):
+            spec = read_tekken(path, document)
             return cls.from_ranks(
                 spec.ranks,
                 pattern=spec.pattern,
                 special_tokens=spec.special_tokens,
                 cache_size=cache_size,
             )
-        hf = read_hf_tokenizer(path)
+        hf = read_hf_tokenizer(path, document)
         if not isinstance(hf.pattern, str):
             raise FormatError(
                 str(path), None, "pre_tokenizer: chains of split steps are not supported yet"

@@ -77,9 +77,9 @@ def is_tekken_document(document: object) -> bool:
     )
 
 
-def read_tekken(path: str | os.PathLike[str]) -> TekkenSpec:
-    """Read a ``tekken.json``; a malformed one raises ``FormatError`` naming the JSON path."""
-    root = Node(read_json_file(Path(path)), str(path))
+def read_tekken(path: str | os.PathLike[str], document: object | None = None) -> TekkenSpec:
+    """Read a ``tekken.json`` (``document``: parsed already); errors name the JSON path."""
+    root = Node(read_json_file(Path(path)) if document is None else document, str(path))
     config = root.child("config")
     pattern = config.child("pattern").string()
     try:

@@ -59,10 +59,11 @@ class HFTokenizerSpec:
         return {token.content: token.id for token in self.pipeline.added_tokens}
 
 
-def read_hf_tokenizer(path: str | os.PathLike[str]) -> HFTokenizerSpec:
-    """Read ``path``, a ``tokenizer.json`` of a byte-level BPE model."""
-    root = Node(read_json_file(Path(path)), str(path))
-    document = root.object()
+def read_hf_tokenizer(
+    path: str | os.PathLike[str], document: object | None = None
+) -> HFTokenizerSpec:
+    """Read ``path``, a ``tokenizer.json`` of a byte-level BPE model (``document``: parsed already)."""
+    root = Node(read_json_file(Path(path)) if document is None else document, str(path))
     for setting in ("truncation", "padding"):
         if root.has(setting):
             raise root.child(setting).unsupported(f"{setting} (it changes what encode returns)")
@@ -94,4 +95,4 @@ def read_hf_tokenizer(path: str | os.PathLike[str]) -> HFTokenizerSpec:
                 f"{spelling_of[token.id]!r}: one id would stand for two tokens"
             )
     vocab = {token_id: token for token_id, token in model.vocab.items() if token_id not in added_ids}
-    return HFTokenizerSpec(vocab, model.merges, pre_tokenizer.pattern, pipeline, document)
+    return HFTokenizerSpec(vocab, model.merges, pre_tokenizer.pattern, pipeline, root.object())
