@@ -22,11 +22,11 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
+from streambpe._support.atomic import atomic_write
 from streambpe._support.progress import ProgressReporter
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.core.bpe import ranks_from_merges
 from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
-from streambpe._support.atomic import atomic_write
 from streambpe.errors import FormatError
 from streambpe.formats import (
     HF_FILE,
@@ -148,7 +148,9 @@ class Tokenizer(Encoder):
         return tokenizer
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+    def load(
+        cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> Tokenizer:
         """Load a saved directory, a model's ``tokenizer.json`` or Mistral's ``tekken.json``.
 
         ``path`` is a file, or a directory holding ``streambpe.json`` (written by

@@ -23,22 +23,59 @@ QWEN_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-BYTE_LEVEL_ONLY = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                   "use_regex": False}  # fmt: skip
-BYTE_LEVEL_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                      "use_regex": True}  # fmt: skip
+BYTE_LEVEL_ONLY = {
+    "type": "ByteLevel",
+    "add_prefix_space": False,
+    "trim_offsets": True,
+    "use_regex": False,
+}
+BYTE_LEVEL_DECODER = {
+    "type": "ByteLevel",
+    "add_prefix_space": True,
+    "trim_offsets": True,
+    "use_regex": True,
+}
 
 WORDS = (
-    "the", "cat", "sat", "on", "mat", "running", "don't", "we'll", "THE", "Hello", "naïve",
-    "café", "résumé", "Straße", "über", "Ωμέγα", "σοφία", "Привет", "мир", "日本語", "中文",
-    "北京", "東京", "한국어", "안녕", "مرحبا", "שלום", "नमस्ते", "😀", "🚀", "x_y", "foo.bar",
-)  # fmt: skip
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "running",
+    "don't",
+    "we'll",
+    "THE",
+    "Hello",
+    "naïve",
+    "café",
+    "résumé",
+    "Straße",
+    "über",
+    "Ωμέγα",
+    "σοφία",
+    "Привет",
+    "мир",
+    "日本語",
+    "中文",
+    "北京",
+    "東京",
+    "한국어",
+    "안녕",
+    "مرحبا",
+    "שלום",
+    "नमस्ते",
+    "😀",
+    "🚀",
+    "x_y",
+    "foo.bar",
+)
 ADVERSARIAL = (
     "",
     " ",
     "hello world",
     "  leading and trailing  ",
-    "Cafe\u0301 naı\u0308ve re\u0301sume\u0301 \u1100\u1161\u11a8",
+    "Cafe\u0301 na\u0131\u0308ve re\u0301sume\u0301 \u1100\u1161\u11a8",
     "ｶﾞｷﾞ ﬁ ① ²³ Ⅻ ㎏ \u212b\u0308",
     "mixed 日本語text with 123456789 and 3.14159, 1,000,000",
     "whitespace   runs\n\n\n  and\t\ttabs \r\n end   ",
@@ -46,7 +83,7 @@ ADVERSARIAL = (
     "DON'T we'll I'M THE'S",
     "emoji 😀🚀 and ZWJ 👩\u200d💻",
     "a\u0301\u0302\u0303 stacked marks \u0915\u094d\u0937",
-)  # fmt: skip
+)
 
 
 def corpus(seed: int = 5, size: int = 40_000) -> str:
@@ -86,16 +123,28 @@ def texts(seed: int = 11, count: int = 30) -> list[str]:
 
 def added(content: str, token_id: int, **options: Any) -> dict[str, Any]:
     """One ``added_tokens`` entry; options default as real files spell them."""
-    entry = {"id": token_id, "content": content, "single_word": False, "lstrip": False,
-             "rstrip": False, "normalized": False, "special": True}  # fmt: skip
+    entry = {
+        "id": token_id,
+        "content": content,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": True,
+    }
     entry.update(options)
     return entry
 
 
-def split(pattern: str, behavior: str = "Isolated", invert: bool = False, *,
-          string: bool = False) -> dict[str, Any]:  # fmt: skip
-    return {"type": "Split", "pattern": {"String" if string else "Regex": pattern},
-            "behavior": behavior, "invert": invert}  # fmt: skip
+def split(
+    pattern: str, behavior: str = "Isolated", invert: bool = False, *, string: bool = False
+) -> dict[str, Any]:
+    return {
+        "type": "Split",
+        "pattern": {"String" if string else "Regex": pattern},
+        "behavior": behavior,
+        "invert": invert,
+    }
 
 
 def document(
@@ -120,11 +169,16 @@ def document(
         spelled = {spelling: i for i, spelling in enumerate(spelled)}
     pairs = [(encode_token(left), encode_token(right)) for left, right in merges]
     model: dict[str, Any] = {
-        "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-        "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": None,
+        "continuing_subword_prefix": None,
+        "end_of_word_suffix": None,
+        "fuse_unk": False,
+        "byte_fallback": False,
         "vocab": spelled,
         "merges": [f"{a} {b}" for a, b in pairs] if merges_as_strings else [list(p) for p in pairs],
-    }  # fmt: skip
+    }
     if ignore_merges is not None:
         model["ignore_merges"] = ignore_merges
     return {

@@ -133,7 +133,7 @@ def byte_spelled_tokens(first_id: int) -> list[dict[str, Any]]:
     return [
         added(encode_token(bytes([byte])), first_id + i, special=False, normalized=True)
         for i, byte in enumerate(MISSING_BYTES)
-    ] + [added("<｜begin▁of▁sentence｜>", first_id + len(MISSING_BYTES))]
+    ] + [added("<\uff5cbegin\u2581of\u2581sentence\uff5c>", first_id + len(MISSING_BYTES))]
 
 
 SEQUENCE_NORMALIZER = {
@@ -164,13 +164,25 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], Callable[[int], list[dict[str, A
     "minimax": ({"normalizer": {"type": "NFC"}, "ignore_merges": False}, qwen_specials),
     "glm4": ({"merges_as_strings": True, "ignore_merges": False}, qwen_specials),
     "gpt2": (
-        {"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
-                           "trim_offsets": True, "use_regex": True}},  # fmt: skip
+        {
+            "pre_tokenizer": {
+                "type": "ByteLevel",
+                "add_prefix_space": False,
+                "trim_offsets": True,
+                "use_regex": True,
+            }
+        },
         lambda first: [added("<|endoftext|>", first)],
     ),
     "roberta-prefix-space": (
-        {"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True,
-                           "trim_offsets": True, "use_regex": True}},  # fmt: skip
+        {
+            "pre_tokenizer": {
+                "type": "ByteLevel",
+                "add_prefix_space": True,
+                "trim_offsets": True,
+                "use_regex": True,
+            }
+        },
         flagged_specials,
     ),
     "nfkc": ({"normalizer": {"type": "NFKC"}}, None),
@@ -206,7 +218,7 @@ def special_samples() -> list[str]:
         "word<mask> word <mask>  spaced<sep>   after <both> x<both>y zebra zebras _zebra zebra\u0301 zebra",
         "HELLO hello Hello<|im_start|>user\nhi<|im_end|><think>x</think>",
         "<|endoftext|><|endoftext|> <|im_start|><|im_start",
-        "ÀÁ Àx õ ÿ ü <｜begin▁of▁sentence｜>hi",
+        "ÀÁ Àx õ ÿ ü <\uff5cbegin\u2581of\u2581sentence\uff5c>hi",
         "path, math, atrium and baths",
         "",
     ]
@@ -261,13 +273,21 @@ def test_tekken_layout_gives_mistral_common_ids(
     tokens = [vocab[i] for i in sorted(vocab)]
     specials, used = 100, len(tokens) - 10
     doc = {
-        "config": {"pattern": TEKKEN_PATTERN, "default_vocab_size": specials + used,
-                   "default_num_special_tokens": specials, "version": "v13"},
-        "vocab": [{"rank": rank, "token_bytes": base64.b64encode(token).decode(),
-                   "token_str": None} for rank, token in enumerate(tokens)],
-        "special_tokens": [{"rank": rank, "token_str": name, "is_control": True}
-                           for rank, name in enumerate(["<unk>", "<s>", "</s>", "[INST]"])],
-    }  # fmt: skip
+        "config": {
+            "pattern": TEKKEN_PATTERN,
+            "default_vocab_size": specials + used,
+            "default_num_special_tokens": specials,
+            "version": "v13",
+        },
+        "vocab": [
+            {"rank": rank, "token_bytes": base64.b64encode(token).decode(), "token_str": None}
+            for rank, token in enumerate(tokens)
+        ],
+        "special_tokens": [
+            {"rank": rank, "token_str": name, "is_control": True}
+            for rank, name in enumerate(["<unk>", "<s>", "</s>", "[INST]"])
+        ],
+    }
     path = write(tmp_path, doc, "tekken.json")
     reference = tiktoken.Encoding(
         "tekken-test",

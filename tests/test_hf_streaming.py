@@ -31,8 +31,12 @@ TRICKY = (
 )
 
 BYTE_VOCAB = {i: bytes([i]) for i in range(256)}
-GPT2_BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                   "use_regex": True}  # fmt: skip
+GPT2_BYTE_LEVEL = {
+    "type": "ByteLevel",
+    "add_prefix_space": False,
+    "trim_offsets": True,
+    "use_regex": True,
+}
 NFD_TEXT = unicodedata.normalize(
     "NFD", "Café résumé<s> naïve Ångström\n\nÉcole 가각 ｶﾞ ﬁ<s>x ğ ş  \u1e9b\u0323 end"
 )
@@ -72,7 +76,10 @@ PIPELINES = {
     "nfc": {"normalizer": {"type": "NFC"}, "pre_tokenizer": GPT2_BYTE_LEVEL},
     "nfkc": {"normalizer": {"type": "NFKC"}, "pre_tokenizer": GPT2_BYTE_LEVEL},
     "nfkd-lowercase": {
-        "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}]},
+        "normalizer": {
+            "type": "Sequence",
+            "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}],
+        },
         "pre_tokenizer": GPT2_BYTE_LEVEL,
     },
     "prepend": {

@@ -29,8 +29,8 @@ from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tok
 from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
-from streambpe.pipeline.text import TextPipeline
 from streambpe.patterns import BUILT_IN_PATTERNS, GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+from streambpe.pipeline.text import TextPipeline
 
 if TYPE_CHECKING:
     import numpy as np

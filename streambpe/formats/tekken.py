@@ -51,11 +51,27 @@ TEKKEN_FILE = "tekken.json"
 
 #: The special tokens of files that do not list theirs (versions up to v7), by rank.
 _OLD_SPECIAL_TOKENS = (
-    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
-    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]",
-    "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+    "[TOOL_CALLS]",
+    "[IMG]",
+    "<pad>",
+    "[IMG_BREAK]",
+    "[IMG_END]",
+    "[PREFIX]",
+    "[MIDDLE]",
+    "[SUFFIX]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
     "[TOOL_CONTENT]",
-)  # fmt: skip
+)
 _LISTS_SPECIALS_FROM = 8
 
 
@@ -90,10 +106,10 @@ def read_tekken(path: str | os.PathLike[str], document: object | None = None) ->
     special_count = config.child("default_num_special_tokens").integer()
     entries = root.child("vocab")
     ordinary = vocab_size - special_count
-    if not 256 <= ordinary <= len(entries.list()):
+    if not 256 <= ordinary <= len(entries.elements()):
         raise config.child("default_vocab_size").fail(
             f"{vocab_size} minus {special_count} special tokens must be between 256 and the "
-            f"{len(entries.list())} vocab entries"
+            f"{len(entries.elements())} vocab entries"
         )
     ranks: dict[bytes, int] = {}
     for rank in range(ordinary):
@@ -122,8 +138,10 @@ def _special_tokens(root: Node, count: int) -> dict[str, int]:
             names[rank] = entry.child("token_str").string()
     else:
         version = root.child("config").child("version").value
-        if isinstance(version, str) and version[1:].isdigit() and (
-            int(version[1:]) >= _LISTS_SPECIALS_FROM
+        if (
+            isinstance(version, str)
+            and version[1:].isdigit()
+            and (int(version[1:]) >= _LISTS_SPECIALS_FROM)
         ):
             raise root.fail(f"a version {version} file must list its special_tokens")
         names = dict(enumerate(_OLD_SPECIAL_TOKENS[:count]))

@@ -7,7 +7,7 @@ added token spelled ``"À"`` decodes to the byte 0xC0, as in ``tokenizers``.
 Without a decoder, a token decodes to its own UTF-8.
 
 >>> byte_level = read_decoder(Node({"type": "ByteLevel"}, "t.json", "decoder"))
->>> byte_level("Ġhi"), byte_level("<｜end｜>") == "<｜end｜>".encode()
+>>> byte_level("Ġhi"), byte_level("<\\uff5cend\\uff5c>") == "<\\uff5cend\\uff5c>".encode()
 (b' hi', True)
 """
 

@@ -32,7 +32,6 @@ from streambpe.formats.byte_unicode import decode_token, encode_token
 from streambpe.formats.hf.nodes import Node
 
 
-
 @dataclass(frozen=True)
 class BPEModelSpec:
     """The engine's view of a BPE model.
@@ -86,9 +85,10 @@ def read_bpe_model(node: Node, *, complete: bool = True) -> BPEModelSpec:
 def _read_vocab(node: Node) -> dict[str, int]:
     spellings: dict[str, int] = {}
     seen: dict[int, str] = {}
-    for spelling, token_id in node.object().items():
+    for spelling, token_id in node.fields().items():
         if isinstance(token_id, bool) or not isinstance(token_id, int) or token_id < 0:
-            Node(token_id, node.file, f"{node.path}[{spelling!r}]").integer()
+            where = Node(token_id, node.file, f"{node.path}[{spelling!r}]")
+            raise where.fail(f"expected a non-negative integer, found {token_id!r}")
         if token_id in seen:
             raise node.fail(f"tokens {seen[token_id]!r} and {spelling!r} both have id {token_id}")
         seen[token_id] = spelling
@@ -110,11 +110,12 @@ def _read_merges(node: Node, spellings: dict[str, int]) -> list[tuple[bytes, byt
     """The merges whose sides are byte-level spellings (no other merge can ever fire)."""
     merges: list[tuple[bytes, bytes]] = []
     # Plain loops: a Node per entry made reading 280K merges take seconds.
-    for index, value in enumerate(node.list()):
+    for index, value in enumerate(node.elements()):
+        sides: list[str]
         if isinstance(value, str):
             sides = value.split(" ")
         elif isinstance(value, list) and all(isinstance(side, str) for side in value):
-            sides = value
+            sides = [str(side) for side in value]
         else:
             raise node.item(index).fail(f'expected "left right" or [left, right], found {value!r}')
         if len(sides) != 2 or not sides[0] or not sides[1]:

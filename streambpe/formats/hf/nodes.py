@@ -41,26 +41,26 @@ class Node:
     def _at(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
 
-    def object(self) -> dict[str, object]:
+    def fields(self) -> dict[str, object]:
         if not isinstance(self.value, dict):
             raise self.fail(f"expected an object, found {_shown(self.value)}")
         return self.value
 
     def child(self, key: str) -> Node:
         """The value under ``key`` (JSON ``null`` when absent)."""
-        return Node(self.object().get(key), self.file, self._at(key))
+        return Node(self.fields().get(key), self.file, self._at(key))
 
     def has(self, key: str) -> bool:
-        return self.object().get(key) is not None
+        return self.fields().get(key) is not None
 
     def item(self, index: int) -> Node:
-        return Node(self.list()[index], self.file, f"{self.path}[{index}]")
+        return Node(self.elements()[index], self.file, f"{self.path}[{index}]")
 
     def items(self) -> Iterator[Node]:
-        for index in range(len(self.list())):
+        for index in range(len(self.elements())):
             yield self.item(index)
 
-    def list(self) -> list[object]:
+    def elements(self) -> list[object]:
         if not isinstance(self.value, list):
             raise self.fail(f"expected an array, found {_shown(self.value)}")
         return self.value

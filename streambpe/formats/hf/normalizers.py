@@ -46,7 +46,7 @@ def read_normalizer(node: Node) -> Normalizer | None:
 
 def read_pattern(node: Node) -> str:
     """A ``{"String": ...}`` or ``{"Regex": ...}`` pattern as a regex (a string escaped)."""
-    fields = node.object()
+    fields = node.fields()
     if set(fields) == {"String"}:
         return regex.escape(node.child("String").string(), special_only=True)
     if set(fields) == {"Regex"}:

@@ -46,7 +46,7 @@ def _read_template(node: Node) -> Template:
     after: list[int] = []
     seen_sequence = False
     for item in node.child("single").items():
-        fields = item.object()
+        fields = item.fields()
         if set(fields) == {"Sequence"}:
             if item.child("Sequence").child("id").string() != "A" or seen_sequence:
                 raise item.unsupported("a single-sequence template with other than one $A")

@@ -75,7 +75,9 @@ def read_hf_tokenizer(
     # tokenizers keeps a normalized token under its normalized text, and decodes that.
     decoded = model.decode_only | {
         token.id: decode_added(
-            normalizer.normalize(token.content) if normalizer and token.normalized else token.content
+            normalizer.normalize(token.content)
+            if normalizer and token.normalized
+            else token.content
         )
         for token in added
     }
@@ -90,9 +92,15 @@ def read_hf_tokenizer(
     spelling_of = {token_id: spelling for spelling, token_id in model.spellings.items()}
     for index, token in enumerate(added):
         if token.id in spelling_of and spelling_of[token.id] != token.content:
-            raise root.child("added_tokens").item(index).fail(
-                f"{token.content!r} gets id {token.id}, which model.vocab gives to "
-                f"{spelling_of[token.id]!r}: one id would stand for two tokens"
+            raise (
+                root.child("added_tokens")
+                .item(index)
+                .fail(
+                    f"{token.content!r} gets id {token.id}, which model.vocab gives to "
+                    f"{spelling_of[token.id]!r}: one id would stand for two tokens"
+                )
             )
-    vocab = {token_id: token for token_id, token in model.vocab.items() if token_id not in added_ids}
-    return HFTokenizerSpec(vocab, model.merges, pre_tokenizer.pattern, pipeline, root.object())
+    vocab = {
+        token_id: token for token_id, token in model.vocab.items() if token_id not in added_ids
+    }
+    return HFTokenizerSpec(vocab, model.merges, pre_tokenizer.pattern, pipeline, root.fields())
