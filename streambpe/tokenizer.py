@@ -26,8 +26,9 @@ from streambpe._support.atomic import atomic_write
 from streambpe._support.progress import ProgressReporter
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.core.bpe import ranks_from_merges
+from streambpe.core.split_steps import Pretokenization, describe_pattern, describe_steps
 from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
-from streambpe.errors import FormatError
+from streambpe.errors import ParameterError
 from streambpe.formats import (
     HF_FILE,
     METADATA_FILE,
@@ -58,7 +59,9 @@ class Tokenizer(Encoder):
         special_tokens: strings never split or merged. A list takes the ids the
             vocab already has for them, appending any missing one with the next
             free id; a mapping gives each its id.
-        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``).
+        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``),
+            or a chain of split steps (:data:`~streambpe.core.split_steps.SplitSteps`).
+            :attr:`pretokenizer_engine` says whether the compiled matcher runs it.
         cache_size: piece-cache capacity in entries (0 disables the cache).
         pipeline: a ``tokenizer.json``'s steps around the model (see :meth:`load`).
     """
@@ -69,7 +72,7 @@ class Tokenizer(Encoder):
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Sequence[str] | Mapping[str, int] | None = None,
         *,
-        pattern: str = GPT2,
+        pattern: Pretokenization = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
         pipeline: TextPipeline | None = None,
     ) -> None:
@@ -197,10 +200,6 @@ class Tokenizer(Encoder):
                 cache_size=cache_size,
             )
         hf = read_hf_tokenizer(path, document)
-        if not isinstance(hf.pattern, str):
-            raise FormatError(
-                str(path), None, "pre_tokenizer: chains of split steps are not supported yet"
-            )
         tokenizer = cls(
             hf.vocab,
             hf.merges,
@@ -216,10 +215,18 @@ class Tokenizer(Encoder):
         """Write this tokenizer to ``directory`` as ``"gpt2"``, ``"tiktoken"`` or ``"hf"``.
 
         A tokenizer loaded from a ``tokenizer.json`` saves only as ``"hf"``: its
-        ``tokenizer.json`` again, which the other formats cannot express.
+        ``tokenizer.json`` again, which the other formats cannot express. Any
+        other tokenizer whose pre-tokenizer is a chain of split steps has no
+        single pattern to write, and raises ``ParameterError``.
         """
         if self.pipeline is not None:
             return self._save_pipeline(directory, format)
+        if not isinstance(self.pattern, str):
+            raise ParameterError(
+                f"this tokenizer cuts text with a chain of split steps "
+                f"({describe_steps(self.pattern)}), which the {format!r} format cannot hold; "
+                "save it with a single pattern instead"
+            )
         files = TokenizerFiles(
             vocab=dict(self._decoder),
             merges=self.merges,
@@ -409,5 +416,5 @@ class Tokenizer(Encoder):
     def __repr__(self) -> str:
         return (
             f"Tokenizer(n_vocab={self.n_vocab}, special_tokens={len(self._special_ids)}, "
-            f"pattern={self.pattern[:24]!r}...)"
+            f"pattern={describe_pattern(self.pattern)[:24]!r}...)"
         )

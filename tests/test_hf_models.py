@@ -147,6 +147,36 @@ SEQUENCE_NORMALIZER = {
     ],
 }
 
+DEEPSEEK_V3_STEPS = [
+    split(r"\p{N}{1,3}"),
+    split(r"[一-龥\u3040-ゟ゠-ヿ]+"),
+    split(
+        r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"
+        r"| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    ),
+]
+DEEPSEEK_LLM_STEPS = [
+    split(r"[\r\n]"),
+    split(r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-Ⴥ]+"),
+    split(r"\s?[!-/:-~！-／：-～‘-‟　-。]+"),
+    split(r"\s+$"),
+    split(r"[一-龥ࠀ-一가-퟿]+"),
+    {"type": "Digits", "individual_digits": True},
+]
+BEHAVIOR_STEPS = [
+    split(" ", "Removed", string=True),
+    split("-", "MergedWithPrevious", string=True),
+    split(",", "MergedWithNext", string=True),
+    split(r"\p{N}", "Contiguous"),
+    split(r"\p{Han}+", invert=True),
+    {"type": "Digits", "individual_digits": False},
+]
+
+
+def chain(*steps: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "Sequence", "pretokenizers": [*steps, BYTE_LEVEL_ONLY]}
+
+
 #: name -> (document options, added tokens builder), each a real model's structure.
 CONFIGURATIONS: dict[str, tuple[dict[str, Any], Callable[[int], list[dict[str, Any]]] | None]] = {
     "llama3": ({"ignore_merges": True, "post_processor": BOS_TEMPLATE}, llama3_specials),
@@ -191,6 +221,13 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], Callable[[int], list[dict[str, A
     "normalizer-sequence": ({"normalizer": SEQUENCE_NORMALIZER}, flagged_specials),
     "added-token-options": ({"normalizer": {"type": "Lowercase"}}, flagged_specials),
     "deepseek-llm-missing-bytes": ({"missing_bytes": MISSING_BYTES}, byte_spelled_tokens),
+    "deepseek-v3": ({"pre_tokenizer": chain(*DEEPSEEK_V3_STEPS)}, qwen_specials),
+    "deepseek-llm": (
+        {"pre_tokenizer": chain(*DEEPSEEK_LLM_STEPS), "missing_bytes": MISSING_BYTES},
+        byte_spelled_tokens,
+    ),
+    "split-behaviors": ({"pre_tokenizer": chain(*BEHAVIOR_STEPS)}, None),
+    "whitespace": ({"pre_tokenizer": chain({"type": "Whitespace"})}, None),
     "byte-level-whole-stretch": (
         {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [BYTE_LEVEL_ONLY]}},
         qwen_specials,

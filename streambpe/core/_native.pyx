@@ -184,7 +184,7 @@ cdef extern from "_pretokenize_impl.hpp" namespace "streambpe::pretokenize" nogi
         uint16_t operator()(uint32_t cp)
 
     void piece_ends(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
-                    size_t length, vector[size_t]& ends) except +
+                    size_t length, vector[size_t]& starts, vector[size_t]& ends) except +
     size_t count_pieces(Pattern pattern, const ClassTable& table, int unit_size,
                         const void* data, size_t length) except +
 
@@ -199,15 +199,17 @@ cdef extern from *:
     """
     #include <cstring>
 
-    // The list of pieces of `text` ending at `ends`: a new reference, or NULL
-    // with an exception set.
+    // The list of pieces of `text` ending at `ends` and starting at `starts`
+    // (empty when each starts where the one before ended): a new reference,
+    // or NULL with an exception set.
     //
     // Creating a str per piece dominates the cost, and prose repeats its
     // short pieces (" the", ",", " and") all the time, so a piece equal to a
     // recent one reuses that str object: a direct-mapped cache of recent
     // short pieces, compared by their code units in `text`. It lives for one
     // call, so it holds no object longer than the list does.
-    static PyObject* streambpe_piece_list(PyObject* text, const std::vector<size_t>& ends) {
+    static PyObject* streambpe_piece_list(PyObject* text, const std::vector<size_t>& starts,
+                                          const std::vector<size_t>& ends) {
         constexpr size_t MAX_CACHED_LENGTH = 16;
         const int kind = PyUnicode_KIND(text);
         const char* data = static_cast<const char*>(PyUnicode_DATA(text));
@@ -220,6 +222,7 @@ cdef extern from *:
         std::vector<size_t> recent_start(slots, 0);
         size_t start = 0;
         for (size_t index = 0; index < count; ++index) {
+            if (!starts.empty()) start = starts[index];
             const size_t end = ends[index];
             const size_t length = end - start;
             const char* units = data + start * kind;
@@ -256,7 +259,7 @@ cdef extern from *:
         return list;
     }
     """
-    list streambpe_piece_list(str text, const vector[size_t]& ends)
+    list streambpe_piece_list(str text, const vector[size_t]& starts, const vector[size_t]& ends)
 
 
 _PATTERNS = {GPT2: Builtin.GPT2, CL100K: Builtin.CL100K, O200K: Builtin.O200K}
@@ -339,18 +342,23 @@ def class_bits(str text):
     return [table[0](<uint32_t>ord(char)) for char in text]
 
 
-cdef vector[size_t] _piece_ends(Pattern pattern, const ClassTable* table, str text) except *:
-    """Where each piece of ``text`` ends (code-unit offsets), scanned without the GIL."""
+cdef int _piece_spans(
+    Pattern pattern, const ClassTable* table, str text, vector[size_t]& starts,
+    vector[size_t]& ends,
+) except -1:
+    """Where each piece of ``text`` starts and ends (code-unit offsets), scanned without the GIL.
+
+    ``starts`` stays empty when the pieces cover the text (the built-in patterns).
+    """
     PyUnicode_READY(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* data = PyUnicode_DATA(text)
     cdef size_t length = PyUnicode_GET_LENGTH(text)
-    cdef vector[size_t] ends
     # A piece is at least one character; reserve for typical prose (~4 per piece).
     ends.reserve(length // 4 + 16)
     with nogil:
-        piece_ends(pattern, table[0], kind, data, length, ends)
-    return ends
+        piece_ends(pattern, table[0], kind, data, length, starts, ends)
+    return 0
 
 
 cdef extern from "_tally_impl.hpp" namespace "streambpe" nogil:
@@ -414,8 +422,6 @@ cdef class NativePretokenizer:
     cdef cbool _is_chain(self):
         return <cbool>self._program and self._program.get().is_chain()
 
-    cdef vector[size_t] _ends(self, str text) except *:
-        return _piece_ends(self._pattern, self._table, text)
 
     def pieces(self, str text):
         """All pieces of ``text``, in order: ``regex.findall(self.pattern, text)``.
@@ -423,7 +429,9 @@ cdef class NativePretokenizer:
         >>> NativePretokenizer("gpt2").pieces("Hello world's  end")
         ['Hello', ' world', "'s", ' ', ' end']
         """
-        return streambpe_piece_list(text, self._ends(text))
+        cdef vector[size_t] starts, ends
+        _piece_spans(self._pattern, self._table, text, starts, ends)
+        return streambpe_piece_list(text, starts, ends)
 
     def count_into(self, texts, counts not None):
         """Add how often each piece of the strs ``texts`` occurs to ``counts`` (``{piece: count}``).

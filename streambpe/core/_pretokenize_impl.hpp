@@ -479,12 +479,21 @@ inline size_t append_utf8(int unit_size, const void* data, size_t start, size_t 
     return stopped;
 }
 
-// Appends the end offset of every piece to `ends` (each piece starts where
-// the previous one ended, the first at 0).
+// Appends the end offset of every piece to `ends`. A built-in pattern's
+// pieces cover the text (each starts where the one before ended, the first at
+// 0); a compiled pattern's may leave gaps, so their starts go to `starts`.
 inline void piece_ends(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
-                       size_t length, std::vector<size_t>& ends) {
+                       size_t length, std::vector<size_t>& starts, std::vector<size_t>& ends) {
+    if (pattern.kind != Builtin::COMPILED) {
+        scan_pieces_of_kind(pattern, table, unit_size, data, length,
+                            [&ends](size_t, size_t end) { ends.push_back(end); });
+        return;
+    }
     scan_pieces_of_kind(pattern, table, unit_size, data, length,
-                        [&ends](size_t, size_t end) { ends.push_back(end); });
+                        [&starts, &ends](size_t start, size_t end) {
+                            starts.push_back(start);
+                            ends.push_back(end);
+                        });
 }
 
 inline size_t count_pieces(Pattern pattern, const ClassTable& table, int unit_size,

@@ -47,7 +47,6 @@ import regex
 from streambpe.core.split_steps import (
     BEHAVIORS,
     DigitsStep,
-    SplitStep,
     SplitSteps,
     python_dialect,
 )
@@ -410,15 +409,18 @@ class _Parser:
             if char == "]" and not first:
                 self.position += 1
                 break
-            if char == "[" or (char == "-" and self.peek(1) == "-") or char in "&|~" and self.peek(1) == char:
+            if (
+                char == "["
+                or (char == "-" and self.peek(1) == "-")
+                or (char in "&|~" and self.peek(1) == char)
+            ):
                 raise self.unsupported("a nested class or set operation", self.position)
             first = False
-            item = self.class_item(ignore_case=ignore_case)
+            item, low = self.class_item(ignore_case=ignore_case)
             if self.peek() == "-" and self.peek(1) not in ("]", ""):
                 dash = self.position
                 self.position += 1
-                end = self.class_item(ignore_case=False)
-                low, high = _single(item), _single(end)
+                _, high = self.class_item(ignore_case=False)
                 if low is None or high is None or high < low:
                     raise self.unsupported("this range", dash)
                 if ignore_case:
@@ -442,20 +444,19 @@ class _Parser:
         merged = _merge_ranges([*ranges, *((cp, cp) for cp in members)])
         return CharClass(base_mask, merged, negated)
 
-    def class_item(self, *, ignore_case: bool) -> CharClass:
+    def class_item(self, *, ignore_case: bool) -> tuple[CharClass, int | None]:
+        """One member of a class, and its code point if it is one character (before folding)."""
         char = self.peek()
         if char == "\\":
-            return self.escape(ignore_case=ignore_case, in_class=True)
+            start = self.position
+            item = self.escape(ignore_case=False, in_class=True)
+            single = item.ranges[0][0] if not item.base_mask and not item.negated else None
+            if ignore_case:
+                self.position = start
+                item = self.escape(ignore_case=True, in_class=True)
+            return item, single
         self.position += 1
-        return self.literal(ord(char), ignore_case=ignore_case)
-
-
-def _single(item: CharClass) -> int | None:
-    """The one character of a literal item (before case folding), or None."""
-    if item.base_mask or item.negated or len(item.ranges) != 1:
-        return None
-    low, high = item.ranges[0]
-    return low if low == high else None
+        return self.literal(ord(char), ignore_case=ignore_case), ord(char)
 
 
 def _merge_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
@@ -663,8 +664,8 @@ def compile_pretokenizer(pattern: str | SplitSteps) -> CompiledPretokenizer:
     """
     if isinstance(pattern, str):
         return CompiledPretokenizer((compile_pattern(pattern),), ())
-    programs = []
-    steps = []
+    programs: list[Program] = []
+    steps: list[tuple[int, int, bool]] = []
     for step in pattern:
         split = step.as_split() if isinstance(step, DigitsStep) else step
         try:

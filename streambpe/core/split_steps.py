@@ -31,6 +31,7 @@ meets it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -258,3 +259,106 @@ def describe_steps(steps: SplitSteps) -> str:
             invert = ", invert" if step.invert else ""
             parts.append(f"Split({step.pattern!r}, {step.behavior}{invert})")
     return " > ".join(parts)
+
+
+#: What a pretokenizer is given: a pattern string, or a chain of steps.
+Pretokenization = str | SplitSteps
+
+
+def checked_steps(steps: object) -> SplitSteps:
+    """``steps`` as a :data:`SplitSteps` tuple, or a ParameterError saying what is wrong.
+
+    >>> checked_steps([DigitsStep(True)])
+    (DigitsStep(individual_digits=True),)
+    >>> checked_steps(("a",))
+    Traceback (most recent call last):
+    streambpe.errors.ParameterError: a chain of steps holds SplitStep and DigitsStep objects, not 'a'
+    """
+    if isinstance(steps, str) or not isinstance(steps, (tuple, list)):
+        raise ParameterError(f"split steps must be a tuple of steps, not {steps!r}")
+    for step in steps:
+        if not isinstance(step, (SplitStep, DigitsStep)):
+            raise ParameterError(
+                f"a chain of steps holds SplitStep and DigitsStep objects, not {step!r}"
+            )
+    if not steps:
+        raise ParameterError("a chain of split steps needs at least one step")
+    return tuple(steps)
+
+
+def steps_to_data(steps: SplitSteps) -> list[dict[str, object]]:
+    """The chain as JSON-ready dicts, spelled like ``tokenizer.json``'s pre-tokenizers.
+
+    >>> steps_to_data((SplitStep("a"), DigitsStep(False)))
+    [{'type': 'Split', 'pattern': 'a', 'behavior': 'Isolated', 'invert': False}, {'type': 'Digits', 'individual_digits': False}]
+    """
+    return [
+        {"type": "Digits", "individual_digits": step.individual_digits}
+        if isinstance(step, DigitsStep)
+        else {
+            "type": "Split",
+            "pattern": step.pattern,
+            "behavior": step.behavior,
+            "invert": step.invert,
+        }
+        for step in steps
+    ]
+
+
+def steps_from_data(data: object) -> SplitSteps:
+    """The chain that :func:`steps_to_data` wrote; ParameterError for anything else.
+
+    >>> steps = (SplitStep("a", "Removed", True), DigitsStep(True))
+    >>> steps_from_data(steps_to_data(steps)) == steps
+    True
+    """
+    if not isinstance(data, list):
+        raise ParameterError(f"split steps must be a list of objects, not {data!r}")
+    steps: list[SplitStep | DigitsStep] = []
+    for item in data:
+        if isinstance(item, dict) and item.get("type") == "Digits":
+            steps.append(DigitsStep(bool(item.get("individual_digits"))))
+        elif isinstance(item, dict) and item.get("type") == "Split":
+            pattern, behavior = item.get("pattern"), item.get("behavior", "Isolated")
+            if not isinstance(pattern, str) or not isinstance(behavior, str):
+                raise ParameterError(f"a Split step needs a string pattern and behavior: {item!r}")
+            steps.append(SplitStep(pattern, behavior, bool(item.get("invert", False))))
+        else:
+            raise ParameterError(f"unknown split step {item!r}; expected a Split or Digits object")
+    return checked_steps(steps)
+
+
+class StepsPretokenizer:
+    """The pure-Python pretokenizer of a chain: :func:`split_with_steps` per text.
+
+    >>> StepsPretokenizer((SplitStep(" ", "Removed"),)).pieces("a b")
+    ['a', 'b']
+    """
+
+    def __init__(self, steps: SplitSteps) -> None:
+        self.pattern = steps
+
+    def pieces(self, text: str) -> list[str]:
+        """All pieces of ``text``, in order."""
+        return split_with_steps(text, self.pattern)
+
+    def count_into(self, texts: Iterable[str], counts: dict[str, int]) -> None:
+        """Add how often each piece of the strs ``texts`` occurs to ``counts``.
+
+        >>> counts = {"a": 1}
+        >>> StepsPretokenizer((DigitsStep(True),)).count_into(["a1", "1"], counts)
+        >>> sorted(counts.items())
+        [('1', 2), ('a', 2)]
+        """
+        for text in texts:
+            for piece in split_with_steps(text, self.pattern):
+                counts[piece] = counts.get(piece, 0) + 1
+
+
+def describe_pattern(pattern: Pretokenization) -> str:
+    """A pattern string as it is; a chain as :func:`describe_steps` spells it.
+
+    >>> describe_pattern(r"\\s+"), describe_pattern((DigitsStep(True),))
+    ('\\\\s+', 'Digits(individual)')
+    """
+    return pattern if isinstance(pattern, str) else describe_steps(pattern)

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 from streambpe import core
 from streambpe._support.utf8 import NEVER_IN_UTF8
 from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan
+from streambpe.core.split_steps import Pretokenization, checked_steps
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
-from streambpe.patterns import BUILT_IN_PATTERNS, GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
 from streambpe.pipeline.text import TextPipeline
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ class Encoder:
         special_tokens: strings never split or merged. A list takes the ids the
             vocab already has for them, appending any missing one with the next
             free id; a mapping gives each its id.
-        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``).
+        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``),
+            or a chain of split steps (:data:`~streambpe.core.split_steps.SplitSteps`).
         cache_size: piece-cache capacity in entries (0 disables the cache).
         pipeline: a ``tokenizer.json``'s steps around the model (normalizer,
             added tokens with their options, template); the special tokens
@@ -98,11 +100,13 @@ class Encoder:
         ranks: Mapping[bytes, int],
         special_tokens: Sequence[str] | Mapping[str, int] | None = None,
         *,
-        pattern: str = GPT2,
+        pattern: Pretokenization = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
         pipeline: TextPipeline | None = None,
     ) -> None:
-        self.pattern = resolve_pattern(pattern)
+        self.pattern: Pretokenization = (
+            resolve_pattern(pattern) if isinstance(pattern, str) else checked_steps(pattern)
+        )
         if cache_size < 0:
             raise ParameterError(f"cache_size must be >= 0, got {cache_size}")
         self._cache_size = cache_size
@@ -186,13 +190,35 @@ class Encoder:
     def releases_gil(self) -> bool:
         """Whether encoding runs without the GIL, so threads encode in parallel.
 
-        True on the compiled backend with a built-in pattern (gpt2, cl100k,
-        o200k); a custom pattern goes through ``regex``, which holds the GIL.
+        True on the compiled backend, unless the pattern is outside what its
+        matcher runs (``pretokenizer_engine``): then it goes through
+        ``regex``, which holds the GIL.
 
         >>> Encoder({i: bytes([i]) for i in range(256)}, {}).releases_gil in (True, False)
         True
         """
-        return core.active_backend().name == "native" and self.pattern in BUILT_IN_PATTERNS
+        return self.pretokenizer_engine == "native"
+
+    @property
+    def pretokenizer_engine(self) -> str:
+        """``"native"`` if the compiled matcher cuts the text, ``"regex"`` if the ``regex`` module does.
+
+        :attr:`pretokenizer_fallback` says why a pattern is not native.
+
+        >>> Encoder({i: bytes([i]) for i in range(256)}, {}, pattern=r"\\w+").pretokenizer_engine
+        'regex'
+        """
+        return core.pretokenizer_engine(self.pattern)[0]
+
+    @property
+    def pretokenizer_fallback(self) -> str | None:
+        """Why the pattern runs through ``regex`` instead of the compiled matcher (None if it does not).
+
+        >>> Encoder({i: bytes([i]) for i in range(256)}, {}, pattern=r"a\\b").pretokenizer_fallback
+        ... # doctest: +ELLIPSIS
+        '...'
+        """
+        return core.pretokenizer_engine(self.pattern)[1]
 
     def _thread_kernels(self) -> ThreadKernels:
         backend = core.active_backend()

@@ -42,6 +42,7 @@ from typing import Any
 import xxhash
 
 from streambpe._support.atomic import atomic_write
+from streambpe.core.split_steps import Pretokenization, steps_from_data, steps_to_data
 from streambpe.encode.encoder import Encoder
 from streambpe.pipeline.documents import pipeline_document, pipeline_from_document
 
@@ -77,6 +78,15 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _pattern_data(pattern: Pretokenization) -> object:
+    # A chain of split steps is a list of objects; a pattern stays a string.
+    return pattern if isinstance(pattern, str) else steps_to_data(pattern)
+
+
+def _pattern_from_data(data: object) -> Pretokenization:
+    return data if isinstance(data, str) else steps_from_data(data)
+
+
 def encoder_document(encoder: Encoder) -> bytes:
     """The encoder as canonical JSON: equal encoders give equal bytes, whatever their history.
 
@@ -86,7 +96,7 @@ def encoder_document(encoder: Encoder) -> bytes:
     state = encoder.__getstate__()
     document = {
         "format": _FORMAT,
-        "pattern": state["pattern"],
+        "pattern": _pattern_data(state["pattern"]),
         "cache_size": state["cache_size"],
         "special_tokens": sorted(state["special_tokens"].items()),
         "vocab": sorted((token_id, _b64(token)) for token_id, token in state["vocab"].items()),
@@ -130,7 +140,7 @@ def _encoder_from_document(document: bytes, origin: str) -> Encoder:
             "vocab": {token_id: base64.b64decode(token) for token_id, token in fields["vocab"]},
             "ranks": {base64.b64decode(token): rank for token, rank in fields["ranks"]},
             "special_tokens": dict(fields["special_tokens"]),
-            "pattern": fields["pattern"],
+            "pattern": _pattern_from_data(fields["pattern"]),
             "cache_size": fields["cache_size"],
             "pipeline": (
                 pipeline_from_document(fields["pipeline"]) if "pipeline" in fields else None
