@@ -149,7 +149,7 @@ SEQUENCE_NORMALIZER = {
 
 DEEPSEEK_V3_STEPS = [
     split(r"\p{N}{1,3}"),
-    split(r"[一-龥\u3040-ゟ゠-ヿ]+"),
+    split("[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"),
     split(
         r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+"
         r"| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -158,7 +158,7 @@ DEEPSEEK_V3_STEPS = [
 DEEPSEEK_LLM_STEPS = [
     split(r"[\r\n]"),
     split(r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-Ⴥ]+"),
-    split(r"\s?[!-/:-~！-／：-～‘-‟　-。]+"),
+    split("\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+"),
     split(r"\s+$"),
     split(r"[一-龥ࠀ-一가-퟿]+"),
     {"type": "Digits", "individual_digits": True},
