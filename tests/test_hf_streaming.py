@@ -142,3 +142,27 @@ def test_pickled_pipeline_tokenizer_encodes_alike(tmp_path: Path) -> None:
     copy = pickle.loads(pickle.dumps(ours))
     assert copy.encode(NFD_TEXT) == ours.encode(NFD_TEXT)
     assert copy.pipeline == ours.pipeline
+
+
+def test_async_and_counting_paths_apply_the_pipeline(tmp_path: Path) -> None:
+    import asyncio
+
+    from streambpe.streaming.aio import flatten
+
+    ours, reference = build(tmp_path, **PIPELINES["nfkc"])
+    expected = reference.encode(NFD_TEXT, add_special_tokens=False).ids
+
+    async def collect() -> list[int]:
+        return [i async for i in flatten(ours.aencode_iterable(NFD_TEXT.splitlines(True)))]
+
+    assert asyncio.run(collect()) == expected
+    assert ours.count_tokens(NFD_TEXT) == len(expected)
+    assert ours.encode_to_array(NFD_TEXT).tolist() == expected
+    plain = reference.encode(NFD_TEXT.replace("<s>", "\u2581"), add_special_tokens=False).ids
+    assert ours.encode_ordinary(NFD_TEXT.replace("<s>", "\u2581")) == plain
+
+
+def test_tiktoken_keywords_are_refused_for_added_tokens(tmp_path: Path) -> None:
+    ours, _ = build(tmp_path, **PIPELINES["nfc"])
+    with pytest.raises(ValueError, match="use encode_ordinary"):
+        ours.encode("a<s>", allowed_special="all")
