@@ -27,7 +27,7 @@ from streambpe._support.utf8 import NEVER_IN_UTF8
 from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan
 from streambpe.core.split_steps import Pretokenization, checked_steps
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
-from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
+from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
@@ -514,18 +514,20 @@ class Encoder:
         text, specials = self._prepared(scanner, text)
         return pieces.count_text(text, self.pattern, pretokenizer, specials)
 
-    def stream_splitter(self, min_release: int = DEFAULT_MIN_RELEASE) -> StreamSplitter:
-        """A :class:`StreamSplitter` matching this encoder's specials, pattern and pipeline."""
+    def stream_splitter(self, min_release: int | None = None) -> StreamSplitter:
+        """A :class:`StreamSplitter` matching this encoder's specials, pattern and pipeline.
+
+        ``min_release`` overrides the splitter's default (tests cut tiny texts).
+        """
+        options: dict[str, Any] = {} if min_release is None else {"min_release": min_release}
         if self.pipeline is None:
-            return StreamSplitter(
-                list(self._special_ids), space_cuts=self.space_cuts, min_release=min_release
-            )
+            return StreamSplitter(list(self._special_ids), space_cuts=self.space_cuts, **options)
         return StreamSplitter(
             [token.content for token in self.pipeline.raw_tokens],
             space_cuts=self.space_cuts,
-            min_release=min_release,
             cut_tokens=self.cut_tokens,
             safe_start=self.pipeline.is_safe_start,
+            **options,
         )
 
     @property
