@@ -70,6 +70,22 @@ class AddedTokenSplitter:
     def __bool__(self) -> bool:
         return bool(self._scanner)
 
+    @property
+    def plain(self) -> bool:
+        """Whether no token looks at the text around it (every occurrence is a match as found)."""
+        return self._plain
+
+    def spans(self, text: str) -> list[tuple[int, int, int]]:
+        """``(start, end, id)`` of each occurrence, for a :attr:`plain` splitter.
+
+        >>> AddedTokenSplitter([AddedToken("<s>", 5)]).spans("a<s>b<s>")
+        [(1, 4, 5), (5, 8, 5)]
+        """
+        if not self._scanner:
+            return []
+        by_pattern = self._by_pattern
+        return [(m.start, m.end, by_pattern[m.token].id) for m in self._scanner.matches(text)]
+
     def split(self, text: str) -> list[Split]:
         """``text`` cut into ordinary stretches and added tokens (``tokenizers``' ``find_matches``).
 

@@ -47,11 +47,16 @@ class TextPipeline:
     decoded: Mapping[int, bytes] = field(default_factory=dict)
     _raw: AddedTokenSplitter = field(init=False, repr=False, compare=False)
     _normalized: AddedTokenSplitter = field(init=False, repr=False, compare=False)
+    _rewrites_nothing: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         raw = [token for token in self.added_tokens if not token.normalized]
         normalized = [token for token in self.added_tokens if token.normalized]
         object.__setattr__(self, "_raw", AddedTokenSplitter(raw))
+        rewrites_nothing = (
+            self.normalizer is None and not self.prefix_space and not normalized
+        ) and not any(token.looks_around for token in raw)
+        object.__setattr__(self, "_rewrites_nothing", rewrites_nothing)
         object.__setattr__(
             self,
             "_normalized",
@@ -98,6 +103,9 @@ class TextPipeline:
 
     def prepare(self, text: str) -> tuple[str, list[TokenSpan]]:
         """The text the kernel encodes and the spans of the added tokens in it."""
+        if self._rewrites_nothing:
+            # The text as it is: no copy, one pass of the scanner.
+            return text, self._raw.spans(text)
         parts: list[str] = []
         spans: list[TokenSpan] = []
         length = 0
