@@ -1,4 +1,9 @@
-"""Hugging Face ``tokenizers`` files (``tokenizer.json``) for byte-level BPE.
+"""Writing ``tokenizer.json`` files, and reading back the ones streambpe writes.
+
+A model's own ``tokenizer.json``, with its normalizer, pre-tokenizer chain,
+added-token options and template, is read by :mod:`streambpe.formats.hf`
+(through ``Tokenizer.load``); this module holds the simple face used by
+:func:`streambpe.formats.save_tokenizer` and :func:`~streambpe.formats.load_tokenizer`.
 
 A ``tokenizer.json`` describes a whole pipeline. streambpe writes the one that
 reproduces tiktoken's ids: no normalizer; a pre-tokenizer that splits text with

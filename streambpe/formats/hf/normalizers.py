@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import regex
 
+from streambpe.core.split_steps import python_dialect
 from streambpe.formats.hf.nodes import Node
 from streambpe.pipeline.normalizers import (
     UNICODE_FORMS,
@@ -37,7 +38,9 @@ def read_normalizer(node: Node) -> Normalizer | None:
     if kind == "Prepend":
         return Prepend(node.child("prepend").string())
     if kind == "Replace":
-        return Replace(read_pattern(node.child("pattern")), node.child("content").string())
+        # "$" means any line end to tokenizers' regex engine (see split_steps.python_dialect).
+        pattern = python_dialect(read_pattern(node.child("pattern")))
+        return Replace(pattern, node.child("content").string())
     if kind == "Sequence":
         steps = [read_normalizer(step) for step in node.child("normalizers").items()]
         return NormalizerSequence(tuple(step for step in steps if step is not None))
