@@ -142,6 +142,7 @@ SEQUENCE_NORMALIZER = {
         {"type": "NFKC"},
         {"type": "Replace", "pattern": {"Regex": r"\s{3,}"}, "content": "  "},
         {"type": "Replace", "pattern": {"String": "ß"}, "content": "ss"},
+        {"type": "Replace", "pattern": {"Regex": "[ \t]+$"}, "content": "|"},
         {"type": "Prepend", "prepend": "\u2581"},
         {"type": "Lowercase"},
     ],
@@ -257,6 +258,7 @@ def special_samples() -> list[str]:
         "<|endoftext|><|endoftext|> <|im_start|><|im_start",
         "ÀÁ Àx õ ÿ ü <\uff5cbegin\u2581of\u2581sentence\uff5c>hi",
         "path, math, atrium and baths",
+        "trailing blanks  \nnext line\t\nlast",
         "",
     ]
 
