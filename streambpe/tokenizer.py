@@ -244,6 +244,8 @@ class Tokenizer(Encoder):
         folder = Path(directory)
         check_creatable(folder)
         folder.mkdir(exist_ok=True)
+        # A streambpe.json left by an earlier save would be read first, and name other files.
+        (folder / METADATA_FILE).unlink(missing_ok=True)
         document = json.dumps(self._hf_document, ensure_ascii=False, indent=1) + "\n"
         with atomic_write(folder / HF_FILE) as file:
             file.write(document.encode("utf-8"))

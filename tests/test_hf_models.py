@@ -229,6 +229,18 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], Callable[[int], list[dict[str, A
     ),
     "split-behaviors": ({"pre_tokenizer": chain(*BEHAVIOR_STEPS)}, None),
     "whitespace": ({"pre_tokenizer": chain({"type": "Whitespace"})}, None),
+    "digits-then-byte-level-regex": (
+        {
+            "pre_tokenizer": {
+                "type": "Sequence",
+                "pretokenizers": [
+                    {"type": "Digits", "individual_digits": True},
+                    dict(BYTE_LEVEL_ONLY, use_regex=True),
+                ],
+            }
+        },
+        None,
+    ),
     "byte-level-whole-stretch": (
         {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [BYTE_LEVEL_ONLY]}},
         qwen_specials,
@@ -352,5 +364,8 @@ def test_saved_tokenizer_json_loads_alike_in_tokenizers(
     again = Tokenizer.load(folder)
     for text in [*texts(), *special_samples()]:
         assert again.encode(text) == ours.encode(text) == reference.encode(text).ids
+    Tokenizer(trained[0], trained[1]).save(tmp_path / "over", format="gpt2")
+    ours.save(tmp_path / "over", format="hf")
+    assert Tokenizer.load(tmp_path / "over").encode("heLLo <mask>") == ours.encode("heLLo <mask>")
     with pytest.raises(ValueError, match="saves only as format='hf'"):
         ours.save(tmp_path / "gpt2", format="gpt2")
