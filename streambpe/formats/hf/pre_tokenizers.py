@@ -35,11 +35,13 @@ BYTE_LEVEL_PATTERN = GPT2
 #: How ``Whitespace`` cuts: runs of word characters and runs of other non-space characters.
 WHITESPACE_STEP = SplitStep(r"\w+|[^\w\s]+", "Removed", invert=True)
 
-#: Oniguruma spellings of built-in patterns that are not the same string for ``regex``.
-_FROM_ONIGURUMA = {CL100K.replace(r"\p{N}{1,3}+", r"(?>\p{N}{1,3})"): CL100K}
+#: How ``tokenizers`` (Oniguruma) must spell built-in patterns it would read differently:
+#: it reads ``X{1,3}+`` as ``(X{1,3})+``, where ``regex`` reads a possessive ``X{1,3}``.
+ONIGURUMA_SPELLINGS = {CL100K: CL100K.replace(r"\p{N}{1,3}+", r"(?>\p{N}{1,3})")}
+_FROM_ONIGURUMA = {spelling: pattern for pattern, spelling in ONIGURUMA_SPELLINGS.items()}
 
-# Oniguruma reads X{1,3}+ as (X{1,3})+, where regex reads a possessive X{1,3}.
-_POSSESSIVE_INTERVAL = re.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+#: A possessive interval, ``X{m,n}+``, which the two engines read differently.
+POSSESSIVE_INTERVAL = re.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def _read_step(node: Node) -> SplitStep | DigitsStep:
     kind = node.type_name()
     if kind == "Split":
         pattern = read_pattern(node.child("pattern"))
-        if _POSSESSIVE_INTERVAL.search(pattern) and pattern not in _FROM_ONIGURUMA:
+        if POSSESSIVE_INTERVAL.search(pattern) and pattern not in _FROM_ONIGURUMA:
             raise node.child("pattern").unsupported(
                 "a repeat like X{1,3}+ (tokenizers reads it as (X{1,3})+)"
             )
