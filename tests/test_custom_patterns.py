@@ -10,7 +10,9 @@ the pure reference.
 
 from __future__ import annotations
 
+import json
 import pickle
+from pathlib import Path
 
 import pytest
 import regex
@@ -19,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streambpe import core
+from streambpe.cli import main
 from streambpe.core.split_steps import DigitsStep, SplitStep, SplitSteps, split_with_steps
 from streambpe.errors import ParameterError
 from streambpe.streaming.worker_encoder import encoder_document, encoder_fingerprint
@@ -197,8 +200,8 @@ def test_long_chain_text_pauses_only_where_it_may(
     assert tokenizer.encode_batch([text[:500], text], allowed_special="all")[1] == expected
 
 
-def test_chain_tokenizer_pickles_fingerprints_and_refuses_save(tmp_path: object) -> None:
-    vocab = {i: bytes([i]) for i in range(256)}
+def test_chain_tokenizer_pickles_fingerprints_and_refuses_save(tmp_path: Path) -> None:
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
     tokenizer = Tokenizer(vocab, [(b"a", b"b")], ["<|endoftext|>"], pattern=MIXED_STEPS)
     copy = pickle.loads(pickle.dumps(tokenizer))
     assert copy.pattern == MIXED_STEPS
@@ -216,3 +219,19 @@ def test_bad_chains_are_refused(cl100k_ranks: dict[bytes, int]) -> None:
         Tokenizer.from_ranks(cl100k_ranks, pattern=("a",))  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="at least one step"):
         Tokenizer.from_ranks(cl100k_ranks, pattern=())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "engine"), [(LLAMA3, "native"), (r"\w+|\W", "regex")], ids=["llama3", "w"]
+)
+def test_info_shows_the_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pattern: str, engine: str
+) -> None:
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    Tokenizer(vocab, [(b"a", b"b")], pattern=pattern).save(tmp_path / "tok")
+    assert main(["info", str(tmp_path / "tok")]) == 0
+    described = json.loads(capsys.readouterr().out)
+    native = core.active_backend().name == "native"
+    assert described["pattern"] == pattern
+    assert described["pretokenizer_engine"] == (engine if native else "regex")
+    assert ("pretokenizer_fallback" in described) == (described["pretokenizer_engine"] == "regex")

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from streambpe.core import merge_loop
-from streambpe.core.pattern_compiler import UnsupportedPatternError, native_support
 from streambpe.core.piece_encoder import PieceEncoder
 from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
 from streambpe.core.piece_encoder import SpecialSpan as SpecialSpan
@@ -121,6 +120,9 @@ def _load_native() -> Backend | None:
         return None
 
     def pretokenizer(pattern: Pretokenization) -> Pretokenizing:
+        # Imported here: a tokenizer with a built-in pattern never needs the compiler.
+        from streambpe.core.pattern_compiler import UnsupportedPatternError
+
         try:
             scanner: Pretokenizing = _native.NativePretokenizer(pattern)
         except UnsupportedPatternError:
@@ -163,6 +165,8 @@ def pretokenizer_engine(pattern: Pretokenization) -> tuple[str, str | None]:
         return "regex", "the pure-Python backend is active"
     if isinstance(pattern, str) and pattern in BUILT_IN_PATTERNS:
         return "native", None
+    from streambpe.core.pattern_compiler import native_support
+
     reason = native_support(pattern)
     return ("native", None) if reason is None else ("regex", reason)
 

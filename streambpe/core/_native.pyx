@@ -42,7 +42,6 @@ from libcpp.memory cimport unique_ptr
 
 from array import array
 
-from streambpe.core.pattern_compiler import compile_pretokenizer
 from streambpe.core.unicode_classes import base_table, class_table
 from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
 
@@ -401,6 +400,9 @@ cdef class NativePretokenizer:
             self._pattern = builtin_pattern(_PATTERNS[resolved])
             self._table = _shared_table()
             return
+        # Imported here: the built-in patterns never need the compiler.
+        from streambpe.core.pattern_compiler import compile_pretokenizer
+
         compiled = compile_pretokenizer(resolved)
         self._program.reset(new PatternProgram())
         program = self._program.get()

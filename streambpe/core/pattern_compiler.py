@@ -50,7 +50,7 @@ from streambpe.core.split_steps import (
     SplitSteps,
     python_dialect,
 )
-from streambpe.core.unicode_classes import GENERAL_CATEGORIES, SPACE_BASE, all_code_points
+from streambpe.core.unicode_classes import GENERAL_CATEGORIES, SPACE_BASE, case_fold_sets
 from streambpe.errors import ParameterError
 
 #: Most classes one program may hold: one bit each in the native class table.
@@ -175,23 +175,6 @@ _ESCAPED_CHARS = {"r": "\r", "n": "\n", "t": "\t", "f": "\f", "v": "\v", "a": "\
 
 def _literal(char: int) -> CharClass:
     return CharClass(0, ((char, char),), False)
-
-
-@cache
-def _fold_classes(chars: frozenset[str]) -> dict[int, frozenset[int]]:
-    """For each of ``chars``, every code point ``regex`` matches it with under ``(?i)``.
-
-    One pass over every code point finds the candidates; each is then matched
-    against the characters one by one.
-    """
-    text = all_code_points()
-    wanted = regex.escape("".join(sorted(chars)))
-    candidates = {found.start() for found in regex.finditer(f"(?i)[{wanted}]", text)}
-    folds: dict[int, frozenset[int]] = {}
-    for char in chars:
-        single = regex.compile(f"(?i){regex.escape(char)}")
-        folds[ord(char)] = frozenset(cp for cp in candidates if single.fullmatch(chr(cp)))
-    return folds
 
 
 def _ranges_of(code_points: set[int]) -> tuple[tuple[int, int], ...]:
@@ -621,7 +604,7 @@ def compile_pattern(pattern: str, *, captures_ok: bool = False) -> Program:
     first_pass = _Parser(pattern, captures_ok=captures_ok, folds=None)
     tree = first_pass.parse()
     if first_pass.fold_requests:
-        folds = _fold_classes(frozenset(first_pass.fold_requests))
+        folds = case_fold_sets(frozenset(first_pass.fold_requests))
         tree = _Parser(pattern, captures_ok=captures_ok, folds=folds).parse()
     if _nullable(tree):
         raise UnsupportedPatternError(
@@ -658,6 +641,7 @@ def compile_pretokenizer(pattern: str | SplitSteps) -> CompiledPretokenizer:
     (:func:`~streambpe.core.split_steps.python_dialect`); a ``Digits`` step is
     its equivalent split.
 
+    >>> from streambpe.core.split_steps import SplitStep
     >>> chain = compile_pretokenizer((SplitStep(" ", "Removed"), DigitsStep(True)))
     >>> len(chain.programs), chain.steps
     (2, ((0, 1, False), (1, 0, False)))
