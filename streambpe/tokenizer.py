@@ -164,6 +164,23 @@ class Tokenizer(Encoder):
         gives Hugging Face ``tokenizers``' ids, and a setting streambpe cannot
         reproduce fails with :class:`~streambpe.errors.FormatError` naming its
         JSON path. See the README, "Loading a model's tokenizer.json".
+
+        >>> import json, pathlib, tempfile
+        >>> from streambpe.formats.byte_unicode import encode_token
+        >>> vocab = {encode_token(bytes([i])): i for i in range(256)} | {"Ġh": 256, "Ġhi": 257}
+        >>> document = {
+        ...     "added_tokens": [{"id": 258, "content": "<s>", "single_word": False,
+        ...                       "lstrip": False, "rstrip": False, "normalized": False,
+        ...                       "special": True}],
+        ...     "normalizer": {"type": "NFC"},
+        ...     "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "use_regex": True},
+        ...     "model": {"type": "BPE", "vocab": vocab, "merges": ["Ġ h", "Ġh i"]},
+        ... }
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tokenizer.json"
+        >>> _ = path.write_text(json.dumps(document), encoding="utf-8")
+        >>> tok = Tokenizer.load(path)
+        >>> tok.encode("hi<s>hi"), tok.decode([257, 258], skip_special_tokens=True)
+        ([257, 258, 257], ' hi')
         """
         target = Path(path)
         if target.is_dir():

@@ -120,7 +120,7 @@ def flagged_specials(first_id: int) -> list[dict[str, Any]]:
         added("<sep>", first_id + 1, rstrip=True),
         added("zebra", first_id + 2, single_word=True, special=False),
         added("<both>", first_id + 3, lstrip=True, rstrip=True, single_word=True),
-        added("heLLo", first_id + 4, normalized=True, special=False),
+        added("heLLo", first_id + 4, normalized=True, special=False, rstrip=True, single_word=True),
     ]
 
 
