@@ -142,7 +142,7 @@ class Tokenizer(Encoder):
     ) -> Tokenizer:
         """Build from tiktoken-style ``mergeable_ranks`` (token bytes -> rank = id)."""
         tokenizer = cls.__new__(cls)
-        vocab = {rank: token for token, rank in ranks.items()}
+        vocab = dict(zip(ranks.values(), ranks.keys(), strict=True))
         Encoder.__init__(
             tokenizer, vocab, ranks, special_tokens or {}, pattern=pattern, cache_size=cache_size
         )
@@ -274,6 +274,38 @@ class Tokenizer(Encoder):
         if self._merges is None:
             self._merges = merges_from_ranks(self._ranks)
         return list(self._merges)
+
+    def tiktoken_ranks(self) -> dict[bytes, int]:
+        """tiktoken's ``mergeable_ranks`` for this tokenizer: each ordinary token's bytes -> id.
+
+        tiktoken merges the pair whose token has the lowest id, so this holds
+        only when ids follow merge order and every multi-byte token comes from
+        a merge: true of ``train_bpe`` output, GPT-2 and anything loaded from
+        tiktoken ranks. Otherwise ``ParameterError`` names the first token out
+        of place.
+
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"<s>", 257: b"ab"}
+        >>> Tokenizer(vocab, [(b"a", b"b")], ["<s>"]).tiktoken_ranks()[b"ab"]
+        257
+        """
+        previous = -1
+        for token, _rank in sorted(self._ranks.items(), key=lambda item: item[1]):
+            if len(token) < 2:
+                continue
+            token_id = self._encoder[token]
+            if token_id <= previous:
+                raise ParameterError(
+                    f"token {token!r} has id {token_id}, below the id of a token merged "
+                    "before it; tiktoken ranks are ids, so these ids cannot be tiktoken ranks"
+                )
+            previous = token_id
+        unmerged = next((t for t in self._encoder if len(t) > 1 and t not in self._ranks), None)
+        if unmerged is not None:
+            raise ParameterError(
+                f"token {unmerged!r} is in the vocabulary but no merge makes it; tiktoken "
+                "would merge into it, so this vocabulary cannot be tiktoken ranks"
+            )
+        return dict(self._encoder)
 
     # ----------------------------------------------------------------- pickling
 

@@ -33,7 +33,6 @@ import marshal
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import xxhash
 
@@ -42,6 +41,7 @@ from streambpe.errors import ParameterError
 from streambpe.sources.inputs import InputFile
 from streambpe.sources.reading import read_range
 from streambpe.train.counting import WordCounts
+from streambpe.train.options import CACHE_KEYS, CacheKey
 
 _FORMAT_VERSION = 1
 _READ_BLOCK = 8 * 1024 * 1024
@@ -54,11 +54,6 @@ def default_cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "streambpe"
-
-
-#: How the cache names the inputs' version: their metadata (no reads) or their bytes.
-CacheKey = Literal["metadata", "content"]
-CACHE_KEYS: tuple[str, ...] = ("metadata", "content")
 
 
 def _add_field(hasher: xxhash.xxh3_128, field: str) -> None:
