@@ -235,3 +235,12 @@ def test_info_shows_the_engine(
     assert described["pattern"] == pattern
     assert described["pretokenizer_engine"] == (engine if native else "regex")
     assert ("pretokenizer_fallback" in described) == (described["pretokenizer_engine"] == "regex")
+
+
+def test_tiktoken_face_refuses_a_chain() -> None:
+    from streambpe.tiktoken import Encoding
+
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    tokenizer = Tokenizer(vocab, [(b"a", b"b")], pattern=MIXED_STEPS)
+    with pytest.raises(ParameterError, match="no single pattern"):
+        Encoding.from_tokenizer(tokenizer, "chain")

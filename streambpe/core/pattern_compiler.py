@@ -11,7 +11,7 @@ possessive ones and atomic groups do not). The subset:
   a capturing group only where captures do not matter (``captures_ok``:
   ``findall`` returns the groups instead of the matches);
 - character classes ``[...]`` with ranges, negation, escapes (``\\r``,
-  ``\\u3040``, ``\\x{1F600}``), ``\\p{..}`` / ``\\P{..}`` of general categories,
+  ``\\u3040``, ``\\U0001F600``), ``\\p{..}`` / ``\\P{..}`` of general categories,
   ``\\s``, ``\\d`` and their negations, and ``.``;
 - quantifiers ``? * + {m} {m,} {m,n} {,n}``, each greedy, lazy (``?``) or
   possessive (``+``);

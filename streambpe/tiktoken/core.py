@@ -96,8 +96,8 @@ class Encoding:
         """
         if not isinstance(tokenizer.pattern, str):
             raise ParameterError(
-                "the tiktoken face needs one pattern (pat_str); this tokenizer cuts text with "
-                "a chain of split steps, so use it directly"
+                "a tokenizer that cuts text with a chain of split steps has no single pattern "
+                "for tiktoken's pat_str; use the Tokenizer itself"
             )
         encoding = cls.__new__(cls)
         encoding._attach(
