@@ -143,7 +143,14 @@ def _firing_merges(merges: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes
     kept: list[tuple[bytes, bytes]] = []
     for left, right in merges:
         token = left + right
-        if token not in ranks and merge_piece(token, ranks) == [left, right]:
-            ranks[token] = len(kept)
-            kept.append((left, right))
+        if token in ranks:
+            continue
+        if len(token) > 2:
+            # A side that no kept merge makes never appears: no BPE needed to say so.
+            if (len(left) > 1 and left not in ranks) or (len(right) > 1 and right not in ranks):
+                continue
+            if merge_piece(token, ranks) != [left, right]:
+                continue
+        ranks[token] = len(kept)
+        kept.append((left, right))
     return kept
