@@ -30,6 +30,8 @@ from hf_documents import (
     texts,
     write,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tokenizers import Tokenizer as HFTokenizer
 
 from streambpe import Tokenizer, train_bpe
@@ -369,3 +371,46 @@ def test_saved_tokenizer_json_loads_alike_in_tokenizers(
     assert Tokenizer.load(tmp_path / "over").encode("heLLo <mask>") == ours.encode("heLLo <mask>")
     with pytest.raises(ValueError, match="saves only as format='hf'"):
         ours.save(tmp_path / "gpt2", format="gpt2")
+
+
+@st.composite
+def merge_lists(draw: st.DrawFn) -> tuple[Vocab, Merges]:
+    """Random merge lists over three letters, fireable or not, plus tokens no merge makes."""
+    vocab: Vocab = {i: bytes([i]) for i in range(256)}
+    tokens = [b"a", b"b", b"c"]
+    merges: Merges = []
+    for _ in range(draw(st.integers(0, 14))):
+        pair = (draw(st.sampled_from(tokens)), draw(st.sampled_from(tokens)))
+        if pair in merges:
+            continue
+        merges.append(pair)
+        if pair[0] + pair[1] not in vocab.values():
+            vocab[len(vocab)] = pair[0] + pair[1]
+            tokens.append(pair[0] + pair[1])
+    for extra in draw(st.lists(st.text("abc", min_size=2, max_size=4), max_size=3)):
+        if extra.encode() not in vocab.values():
+            vocab[len(vocab)] = extra.encode()
+    return vocab, merges
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=merge_lists(),
+    ignore_merges=st.booleans(),
+    samples=st.lists(st.text("abc", max_size=12), min_size=1, max_size=6),
+)
+def test_random_merge_lists_give_tokenizers_ids(
+    tmp_path_factory: pytest.TempPathFactory,
+    model: tuple[Vocab, Merges],
+    ignore_merges: bool,
+    samples: list[str],
+) -> None:
+    """Whole texts as one piece: only the BPE model decides, against merge-list BPE."""
+    vocab, merges = model
+    whole = {"type": "Sequence", "pretokenizers": [BYTE_LEVEL_ONLY]}
+    doc = document(vocab, merges, pre_tokenizer=whole, ignore_merges=ignore_merges)
+    path = write(tmp_path_factory.mktemp("random"), doc)
+    reference = HFTokenizer.from_file(str(path))
+    ours = Tokenizer.load(path)
+    for text in samples:
+        assert ours.encode(text) == reference.encode(text).ids, (text, merges)
