@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from streambpe import core
+from streambpe._support.utf8 import NEVER_IN_UTF8
 from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan
 from streambpe.core.piece_cache import CacheInfo
 from streambpe.core.split_steps import Pretokenization, checked_steps
@@ -31,6 +32,7 @@ from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+from streambpe.pipeline.text import TextPipeline
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,6 +75,9 @@ class Encoder:
         pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``),
             or a chain of split steps (:data:`~streambpe.core.split_steps.SplitSteps`).
         cache_size: piece-cache capacity in entries (0 disables the cache).
+        pipeline: a ``tokenizer.json``'s steps around the model (normalizer,
+            added tokens with their options, template); the special tokens
+            are then its added tokens, found as it says.
     """
 
     def __init__(
@@ -83,6 +88,7 @@ class Encoder:
         *,
         pattern: Pretokenization = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        pipeline: TextPipeline | None = None,
     ) -> None:
         self.pattern: Pretokenization = (
             resolve_pattern(pattern) if isinstance(pattern, str) else checked_steps(pattern)
@@ -100,14 +106,22 @@ class Encoder:
         else:
             self._ordinary_vocab = dict(vocab)
         self._encoder: dict[bytes, int] = _lowest_id_of_each_token(self._ordinary_vocab)
-        missing = [byte for byte in range(256) if bytes([byte]) not in self._encoder]
+        missing = [
+            byte
+            for byte in range(256)
+            if bytes([byte]) not in self._encoder and byte not in NEVER_IN_UTF8
+        ]
         if missing:
             raise ParameterError(
                 f"the vocabulary lacks {len(missing)} single-byte token(s) (first: byte "
-                f"0x{missing[0]:02x}); a byte-level BPE vocabulary needs all 256"
+                f"0x{missing[0]:02x}); a byte-level BPE vocabulary needs every byte "
+                "that UTF-8 text can hold"
             )
         for token, token_id in self._special_ids.items():
             self._decoder[token_id] = token.encode("utf-8")
+        self.pipeline = pipeline
+        if pipeline is not None:
+            self._decoder.update(pipeline.decoded)
         self._scanner = SpecialTokenScanner(self._special_ids)
         # One set of kernels per backend, built on first use: switching backends
         # (tests, benchmarks) never mixes one backend's cache into another's results.
@@ -123,6 +137,7 @@ class Encoder:
             "special_tokens": self._special_ids,
             "pattern": self.pattern,
             "cache_size": self._cache_size,
+            "pipeline": self.pipeline,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -133,6 +148,7 @@ class Encoder:
             state["special_tokens"],
             pattern=state["pattern"],
             cache_size=state["cache_size"],
+            pipeline=state.get("pipeline"),
         )
 
     # ----------------------------------------------------------------- properties
@@ -223,6 +239,8 @@ class Encoder:
     # ----------------------------------------------------------------- encoding
 
     def _encode_ordinary_into(self, text: str, out: list[int]) -> None:
+        if self.pipeline is not None:
+            text = self.pipeline.prepare_ordinary(text)
         pretokenizer, pieces = self._kernel()
         pieces.encode_text(text, self.pattern, pretokenizer, out)
 
@@ -252,6 +270,12 @@ class Encoder:
         """
         if isinstance(allowed_special, _Unset) and isinstance(disallowed_special, _Unset):
             return self._scanner, frozenset()
+        if self.pipeline is not None:
+            raise ParameterError(
+                "allowed_special and disallowed_special do not apply to a tokenizer.json's "
+                "added tokens, which are always found as tokenizers finds them; "
+                "use encode_ordinary to encode text without them"
+            )
         allowed_arg: SpecialSet = set() if isinstance(allowed_special, _Unset) else allowed_special
         disallowed_arg: SpecialSet = (
             "all" if isinstance(disallowed_special, _Unset) else disallowed_special
@@ -292,6 +316,7 @@ class Encoder:
         *,
         allowed_special: SpecialSet | _Unset = UNSET,
         disallowed_special: SpecialSet | _Unset = UNSET,
+        add_special_tokens: bool = False,
     ) -> list[int]:
         """Encode ``text``; with no keyword, every special token is recognized (CS336).
 
@@ -301,11 +326,19 @@ class Encoder:
         ``disallowed_special`` (default ``"all"``: every special not allowed)
         raise ``ValueError``.
 
+        ``add_special_tokens=True`` puts the ids of a ``tokenizer.json``'s
+        post-processor template around the result (a BOS token, say); a
+        tokenizer without a template adds nothing.
+
         >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
         >>> encoder.encode("a<s>"), encoder.encode("a<s>", disallowed_special=())
         ([97, 256], [97, 60, 115, 62])
         """
-        return self._run_with_policy(self._encode_with, text, allowed_special, disallowed_special)
+        ids = self._run_with_policy(self._encode_with, text, allowed_special, disallowed_special)
+        template = self.pipeline.template if self.pipeline is not None else None
+        if add_special_tokens and template is not None:
+            return template.apply(ids)
+        return ids
 
     def _run_with_policy(
         self,
@@ -346,9 +379,15 @@ class Encoder:
         self._append_with(scanner, text, out)
         return out
 
+    def _prepared(self, scanner: SpecialTokenScanner, text: str) -> tuple[str, list[SpecialSpan]]:
+        """The text the kernel encodes and its special spans (a pipeline's rewrites applied)."""
+        if self.pipeline is not None:
+            return self.pipeline.prepare(text)
+        return text, self._special_spans(scanner, text)
+
     def _append_with(self, scanner: SpecialTokenScanner, text: str, out: list[int]) -> None:
         pretokenizer, pieces = self._kernel()
-        specials = self._special_spans(scanner, text)
+        text, specials = self._prepared(scanner, text)
         pieces.encode_text(text, self.pattern, pretokenizer, out, specials)
 
     def encode_into(
@@ -411,7 +450,7 @@ class Encoder:
     def _encode_to_array_with(self, scanner: SpecialTokenScanner, text: str) -> array[int]:
         out = array("I")
         pretokenizer, pieces = self._kernel()
-        specials = self._special_spans(scanner, text)
+        text, specials = self._prepared(scanner, text)
         pieces.encode_text_array(text, self.pattern, pretokenizer, out, specials)
         return out
 
@@ -459,7 +498,7 @@ class Encoder:
 
     def _count_with(self, scanner: SpecialTokenScanner, text: str) -> int:
         pretokenizer, pieces = self._kernel()
-        specials = self._special_spans(scanner, text)
+        text, specials = self._prepared(scanner, text)
         return pieces.count_text(text, self.pattern, pretokenizer, specials)
 
     def encode_single_piece(self, piece: bytes) -> list[int]:
@@ -471,11 +510,48 @@ class Encoder:
         """
         return self._kernel()[1].encode_bytes(piece)
 
-    def stream_splitter(self) -> StreamSplitter:
-        """A :class:`StreamSplitter` matching this encoder's specials and pattern."""
+    def stream_splitter(self, min_release: int | None = None) -> StreamSplitter:
+        """A :class:`StreamSplitter` matching this encoder's specials, pattern and pipeline.
+
+        ``min_release`` overrides the splitter's default (tests cut tiny texts).
+        """
+        options: dict[str, Any] = {} if min_release is None else {"min_release": min_release}
+        if self.pipeline is None:
+            return StreamSplitter(list(self._special_ids), space_cuts=self.space_cuts, **options)
         return StreamSplitter(
-            list(self._special_ids), space_cuts=self.pattern in SPACE_SPLITTABLE_PATTERNS
+            [token.content for token in self.pipeline.raw_tokens],
+            space_cuts=self.space_cuts,
+            cut_tokens=self.cut_tokens,
+            safe_start=self.pipeline.is_safe_start,
+            **options,
         )
+
+    @property
+    def space_cuts(self) -> bool:
+        """Whether streams and files may be cut inside text, not only at special tokens.
+
+        Only under a built-in pattern, and only where a ``tokenizer.json``'s
+        steps allow it (:meth:`TextPipeline.cuts_inside_stretches`).
+        """
+        if self.pattern not in SPACE_SPLITTABLE_PATTERNS:
+            return False
+        return self.pipeline is None or self.pipeline.cuts_inside_stretches()
+
+    @property
+    def cut_tokens(self) -> list[str]:
+        """The special tokens at whose start a stream or file may be cut.
+
+        Every special token, except that a ``tokenizer.json``'s added token
+        is one only when it is matched in the raw text and no added token
+        looks at the text next to it (``lstrip``, ``rstrip``, ``single_word``):
+        otherwise a cut could change what such a token takes.
+        """
+        if self.pipeline is None:
+            return list(self._special_ids)
+        raw = self.pipeline.raw_tokens
+        if any(token.looks_around for token in self.pipeline.added_tokens):
+            return []
+        return [token.content for token in raw]
 
     def iter_id_batches(self, iterable: Iterable[str]) -> Iterator[list[int]]:
         """Encode a stream of text chunks, yielding the ids a block of text at a time.
@@ -527,8 +603,25 @@ class Encoder:
             bad = next(i for i in ids if not isinstance(i, int))
             raise TypeError(f"token ids must be ints, got {bad!r}") from None
 
-    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
-        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD by default."""
+    def decode(
+        self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False
+    ) -> str:
+        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD by default.
+
+        ``skip_special_tokens`` leaves out special tokens (for a ``tokenizer.json``,
+        its added tokens marked ``special``; the others are decoded).
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
+        >>> encoder.decode([256, 104, 105]), encoder.decode([256, 104], skip_special_tokens=True)
+        ('<s>hi', 'h')
+        """
+        if skip_special_tokens:
+            skipped = (
+                self.pipeline.special_ids
+                if self.pipeline is not None
+                else frozenset(self._special_ids.values())
+            )
+            ids = [token_id for token_id in ids if token_id not in skipped]
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:

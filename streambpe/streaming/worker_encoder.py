@@ -44,6 +44,7 @@ import xxhash
 from streambpe._support.atomic import atomic_write
 from streambpe.core.split_steps import Pretokenization, steps_from_data, steps_to_data
 from streambpe.encode.encoder import Encoder
+from streambpe.pipeline.documents import pipeline_document, pipeline_from_document
 
 _encoder: Encoder | None = None
 
@@ -101,6 +102,9 @@ def encoder_document(encoder: Encoder) -> bytes:
         "vocab": sorted((token_id, _b64(token)) for token_id, token in state["vocab"].items()),
         "ranks": sorted((_b64(token), rank) for token, rank in state["ranks"].items()),
     }
+    if state["pipeline"] is not None:
+        # Only when present, so other encoders keep the fingerprints they had.
+        document["pipeline"] = pipeline_document(state["pipeline"])
     return json.dumps(document, separators=(",", ":")).encode("utf-8")
 
 
@@ -138,6 +142,9 @@ def _encoder_from_document(document: bytes, origin: str) -> Encoder:
             "special_tokens": dict(fields["special_tokens"]),
             "pattern": _pattern_from_data(fields["pattern"]),
             "cache_size": fields["cache_size"],
+            "pipeline": (
+                pipeline_from_document(fields["pipeline"]) if "pipeline" in fields else None
+            ),
         }
     )
     return encoder
