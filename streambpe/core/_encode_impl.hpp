@@ -71,6 +71,18 @@ public:
         }
     }
 
+    void save(ImageWriter& image) const {
+        image.sequence(slots_);
+        image.sequence(tails_);
+    }
+    bool load(ImageReader& image) {
+        if (!image.sequence(slots_) || !image.sequence(tails_)) return false;
+        const size_t capacity = slots_.size();
+        if (capacity < 16 || (capacity & (capacity - 1)) != 0) return image.fail();
+        mask_ = capacity - 1;
+        return true;
+    }
+
     // Starts loading the slot where a lookup of ``hash`` begins.
     PREFETCHER void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
@@ -133,6 +145,15 @@ public:
     bool may_contain(uint64_t key) const {
         const uint64_t bit = position(key);
         return (words_[bit / 64] >> (bit % 64)) & 1;
+    }
+
+    void save(ImageWriter& image) const { image.sequence(words_); }
+    bool load(ImageReader& image) {
+        if (!image.sequence(words_)) return false;
+        const size_t bits = words_.size() * 64;
+        if (bits < (1 << 12) || bits > MAX_BITS || (bits & (bits - 1)) != 0) return image.fail();
+        shift_ = 64 - __builtin_ctzll(bits);
+        return true;
     }
 
 private:
@@ -247,6 +268,38 @@ public:
         building_.clear();
 
         add_merges(units);
+    }
+
+    // The finished tables as bytes (see ImageWriter); ``load`` restores
+    // them in place of add_output, add_rank and finish, and returns false
+    // (leaving this merger unusable) if the image is not one ``save`` wrote.
+    std::string save() const {
+        ImageWriter image;
+        image.value(ties_);
+        image.value(packed_keys_);
+        image.sequence(unit_bytes_);
+        image.sequence(unit_offset_);
+        image.sequence(unit_output_);
+        image.sequence(unit_order_);
+        image.sequence(byte_merges_);
+        tokens_.save(image);
+        merges_.save(image);
+        merge_filter_.save(image);
+        token_filter_.save(image);
+        return std::move(image.bytes());
+    }
+    bool load(const uint8_t* data, size_t size) {
+        ImageReader image(data, size);
+        const bool read = image.value(ties_) && image.value(packed_keys_) &&
+                          image.sequence(unit_bytes_) && image.sequence(unit_offset_) &&
+                          image.sequence(unit_output_) && image.sequence(unit_order_) &&
+                          image.sequence(byte_merges_) && tokens_.load(image) &&
+                          merges_.load(image) && merge_filter_.load(image) &&
+                          token_filter_.load(image) && image.done();
+        const size_t units = unit_output_.size();
+        return read && units >= 256 && unit_offset_.size() == units + 1 &&
+               unit_order_.size() == units && byte_merges_.size() == (size_t(1) << 16) &&
+               unit_offset_[units] == unit_bytes_.size();
     }
 
     const TokenInfo* lookup(const uint8_t* token, size_t n, uint64_t hash) const {

@@ -39,7 +39,9 @@ from libcpp.vector cimport vector
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport uint16_t
 from libcpp.memory cimport unique_ptr
+from libc.string cimport memcpy
 
+from streambpe._support.table_cache import content_key, read_table, write_table
 from streambpe.core.unicode_classes import class_table
 from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
 
@@ -54,6 +56,7 @@ cdef extern from "Python.h":
 cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
     uint32_t NONE32
     uint64_t hash_bytes(const uint8_t* data, size_t n)
+    const char* image_tag()
 
     cdef cppclass MergeLoop:
         void add_word(const uint8_t* word, size_t n, int64_t count)
@@ -65,6 +68,7 @@ cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
+    long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
 
 
 def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
@@ -411,6 +415,8 @@ cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
         void add_output(const uint8_t* token, size_t n, uint32_t output)
         void add_rank(const uint8_t* token, size_t n, uint32_t rank)
         void finish() except +
+        string save() except +
+        cbool load(const uint8_t* data, size_t size) except +
         uint32_t unit_output(uint32_t unit)
         const uint8_t* unit_bytes(uint32_t unit)
         size_t unit_length(uint32_t unit)
@@ -499,6 +505,65 @@ cdef extern from *:
     ) except -1
 
 
+# Vocabularies of this many ranked tokens or more keep their built tables in
+# the table cache (streambpe._support.table_cache); smaller ones build in
+# well under a millisecond, quicker than a file is read.
+IMAGE_MIN_TOKENS = 4096
+# Which build wrote an image: another build's tables may be laid out otherwise.
+_IMAGE_TAG = (<bytes>image_tag()).decode("ascii")
+
+
+cdef inline uint32_t _u32_of(object number, str what, object token) except? 0xFFFFFFFF:
+    """``number`` as a 32-bit value, or the ValueError of :func:`_checked_u32`."""
+    cdef long long value
+    cdef int overflow = 0
+    if type(number) is int:
+        value = PyLong_AsLongLongAndOverflow(number, &overflow)
+        if overflow == 0 and 0 <= value <= UINT32_MAX:
+            return <uint32_t>value
+    return _checked_u32(number, what, token)
+
+
+cdef int _append_record(string& content, bytes token, uint32_t value) except -1:
+    """Append ``value``, the length of ``token`` and its bytes to ``content``."""
+    cdef Py_ssize_t length = len(token)
+    if length > UINT32_MAX:
+        raise ValueError("tokens of 4 GiB or more are not supported")
+    cdef uint32_t header[2]
+    header[0] = value
+    header[1] = <uint32_t>length
+    content.append(<const char*>header, sizeof(header))
+    content.append(<const char*>token, length)
+    return 0
+
+
+cdef void _add_records(PieceMerger* merger, const string& content, size_t outputs) noexcept nogil:
+    """Give ``merger`` the records of ``content``: ``outputs`` token ids, then the ranks."""
+    cdef const char* at = content.data()
+    cdef const char* end = at + content.size()
+    cdef uint32_t header[2]
+    cdef size_t index = 0
+    while at < end:
+        memcpy(header, at, sizeof(header))
+        at += sizeof(header)
+        if index < outputs:
+            merger.add_output(<const uint8_t*>at, header[1], <uint32_t>index)
+        else:
+            merger.add_rank(<const uint8_t*>at, header[1], header[0])
+        at += header[1]
+        index += 1
+
+
+cdef cbool _load_image(PieceMerger* merger, image) except *:
+    """Load the tables from ``image`` (a buffer or None); False if there is none or it is not whole."""
+    if image is None:
+        return False
+    cdef const uint8_t[::1] data = image
+    if data.shape[0] == 0:
+        return False
+    return merger.load(&data[0], data.shape[0])
+
+
 cdef class _Vocabulary:
     """The immutable part of a :class:`BytePairEncoder`, shared by its forks.
 
@@ -512,24 +577,46 @@ cdef class _Vocabulary:
     cdef vector[uint32_t] id_values
 
     def __cinit__(self, dict encoder not None, dict ranks not None):
-        cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
-        cdef PieceMerger* merger = building.get()
         self.ids = []
-        cdef bytes token
+        # Everything the tables are built from, in one string: the input of a
+        # build, and what names its image in the table cache.
+        cdef string content
+        cdef Py_ssize_t position = 0
+        cdef PyObject* key_object
+        cdef PyObject* value_object
         cdef uint32_t number
-        for token, token_id in encoder.items():
-            number = _checked_u32(token_id, "token id", token)
-            merger.add_output(<const uint8_t*><char*>token, len(token), len(self.ids))
-            self.ids.append(int(number))
+        # PyDict_Next, not items(): a tuple per entry also woke the garbage
+        # collector, which then walked every object of the process.
+        while PyDict_Next(encoder, &position, &key_object, &value_object):
+            number = _u32_of(<object>value_object, "token id", <object>key_object)
+            _append_record(content, <object>key_object, number)
+            self.ids.append(<object>value_object if type(<object>value_object) is int
+                            else int(number))
             self.id_values.push_back(number)
-        for token, rank in ranks.items():
-            number = _checked_u32(rank, "rank", token)
-            merger.add_rank(<const uint8_t*><char*>token, len(token), number)
+        cdef size_t outputs = self.id_values.size()
+        position = 0
+        while PyDict_Next(ranks, &position, &key_object, &value_object):
+            number = _u32_of(<object>value_object, "rank", <object>key_object)
+            _append_record(content, <object>key_object, number)
+        cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
+        key = None
+        if len(ranks) >= IMAGE_MIN_TOKENS:
+            key = content_key(
+                "vocabulary", PyBytes_FromStringAndSize(content.data(), content.size())
+            )
+            if _load_image(building.get(), read_table(key, _IMAGE_TAG)):
+                self.merger = <shared_ptr[const PieceMerger]>building
+                return
+            building = make_shared[PieceMerger]()
         # Most of the build (sorting, every split of every token) touches no
         # Python object: an event loop or other threads keep running meanwhile.
         with nogil:
-            merger.finish()
+            _add_records(building.get(), content, outputs)
+            building.get().finish()
         self.merger = <shared_ptr[const PieceMerger]>building
+        if key is not None:
+            image = building.get().save()
+            write_table(key, _IMAGE_TAG, PyBytes_FromStringAndSize(image.data(), image.size()))
 
     cdef object missing_part(self, uint32_t unit):
         """The ``KeyError`` for a BPE part the encoder has no id for."""
