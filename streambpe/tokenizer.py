@@ -26,8 +26,9 @@ from streambpe._support.utf8 import DecodeErrors
 from streambpe.core.bpe import ranks_from_merges
 from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
 from streambpe.formats import TokenizerFiles, load_tokenizer, save_tokenizer
+from streambpe.formats.cached_ranks import read_tiktoken_cached
 from streambpe.formats.gpt2 import read_gpt2
-from streambpe.formats.tiktoken_file import merges_from_ranks, read_tiktoken
+from streambpe.formats.tiktoken_file import merges_from_ranks
 from streambpe.patterns import GPT2
 from streambpe.sources.inputs import Inputs
 from streambpe.streaming import aio, batch, file_encoding, sharded
@@ -104,7 +105,7 @@ class Tokenizer(Encoder):
         [256, 257]
         """
         return cls.from_ranks(
-            read_tiktoken(path),
+            read_tiktoken_cached(path),
             pattern=pattern,
             special_tokens=special_tokens,
             cache_size=cache_size,
@@ -121,7 +122,7 @@ class Tokenizer(Encoder):
     ) -> Tokenizer:
         """Build from tiktoken-style ``mergeable_ranks`` (token bytes -> rank = id)."""
         tokenizer = cls.__new__(cls)
-        vocab = {rank: token for token, rank in ranks.items()}
+        vocab = dict(zip(ranks.values(), ranks.keys(), strict=True))
         Encoder.__init__(
             tokenizer, vocab, ranks, special_tokens or {}, pattern=pattern, cache_size=cache_size
         )

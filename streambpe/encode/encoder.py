@@ -105,10 +105,12 @@ class Encoder:
         self._special_ids = _assign_special_ids(self._decoder, special_tokens)
         special_id_set = set(self._special_ids.values())
         # Special tokens are reachable only through the scanner, never as ordinary text.
-        self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
-        self._encoder: dict[bytes, int] = {}
-        for token_id in sorted(self._ordinary_vocab):
-            self._encoder.setdefault(vocab[token_id], token_id)
+        # (Copies and zips, not loops: these run over every token at every load.)
+        if special_id_set.isdisjoint(vocab):
+            self._ordinary_vocab = dict(vocab)
+        else:
+            self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
+        self._encoder = _encoder_of(self._ordinary_vocab)
         missing = [byte for byte in range(256) if bytes([byte]) not in self._encoder]
         if missing:
             raise ParameterError(
@@ -512,6 +514,20 @@ class Encoder:
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token id."""
         return self.decode_bytes([token_id])
+
+
+def _encoder_of(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
+    """Token bytes -> id; a token with several ids gets the smallest.
+
+    >>> _encoder_of({5: b"a", 2: b"a", 3: b"b"})
+    {b'a': 2, b'b': 3}
+    """
+    encoder = dict(zip(vocab.values(), vocab.keys(), strict=True))
+    if len(encoder) < len(vocab):
+        encoder = {}
+        for token_id in sorted(vocab):
+            encoder.setdefault(vocab[token_id], token_id)
+    return encoder
 
 
 def _assign_special_ids(
