@@ -2,7 +2,7 @@
 
 Each kernel has two implementations with identical results: the pure-Python
 reference (:mod:`~streambpe.core.pretokenize`, :mod:`~streambpe.core.merge_loop`,
-:mod:`~streambpe.core.piece_encoder`), readable and always available, and a
+:mod:`~streambpe.core.piece_encoder`, :mod:`~streambpe.core.token_decoder`), readable and always available, and a
 compiled one (``streambpe.core._native``),
 built by ``pip install`` when a C++ compiler is present. The compiled
 pretokenizer knows the three built-in patterns; a custom pattern always goes
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,6 +35,7 @@ from streambpe.core.piece_encoder import PieceEncoder
 from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
 from streambpe.core.piece_encoder import SpecialSpan as SpecialSpan
 from streambpe.core.pretokenize import Pretokenizer
+from streambpe.core.token_decoder import TokenDecoder
 from streambpe.patterns import BUILT_IN_PATTERNS
 
 #: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
@@ -90,6 +91,16 @@ PieceEncodingFactory = Callable[[dict[bytes, int], dict[bytes, int], int], Piece
 PretokenizerFactory = Callable[[str], Pretokenizing]
 
 
+class TokenDecoding(Protocol):
+    """What a decoding kernel offers; see :class:`~streambpe.core.token_decoder.TokenDecoder`."""
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes: ...
+
+
+#: Builds a decoding kernel from id -> token bytes.
+TokenDecodingFactory = Callable[[dict[int, bytes]], TokenDecoding]
+
+
 @dataclass(frozen=True)
 class Backend:
     """One implementation of the kernels."""
@@ -98,9 +109,10 @@ class Backend:
     pretokenizer: PretokenizerFactory
     learn_merges: LearnMerges
     piece_encoder: PieceEncodingFactory
+    token_decoder: TokenDecodingFactory
 
 
-PYTHON = Backend("python", Pretokenizer, merge_loop.learn_merges, PieceEncoder)
+PYTHON = Backend("python", Pretokenizer, merge_loop.learn_merges, PieceEncoder, TokenDecoder)
 
 
 def _load_native() -> Backend | None:
@@ -115,7 +127,9 @@ def _load_native() -> Backend | None:
             return scanner
         return Pretokenizer(pattern)
 
-    return Backend("native", pretokenizer, _native.learn_merges, _native.BytePairEncoder)
+    return Backend(
+        "native", pretokenizer, _native.learn_merges, _native.BytePairEncoder, _native.TokenDecoder
+    )
 
 
 NATIVE: Backend | None = _load_native()

@@ -898,4 +898,67 @@ private:
     pretokenize::ByteBuffer utf8_;  // the UTF-8 of the batch's pieces (non-ASCII text)
 };
 
+// ------------------------------------------------------------ decoding
+
+// Token id -> its bytes, for every id a decoder knows (special tokens too).
+// The bytes of all tokens lie back to back in one string with slack after
+// the last, so a short token is copied with one fixed 16-byte move (its
+// neighbours' bytes come along and are overwritten by the next token)
+// instead of a memcpy call of variable length; only the last few tokens of
+// an output, where 16 bytes would overrun it, are copied exactly.
+class TokenBytes {
+public:
+    static constexpr size_t SLACK = 16;
+
+    // Call for every id, then finish().
+    void add(uint32_t id, const uint8_t* bytes, size_t n) {
+        if (id >= spans_.size()) spans_.resize(size_t(id) + 1, Span{0, UNKNOWN});
+        spans_[id] = Span{uint32_t(bytes_.size()), uint32_t(n)};
+        bytes_.append(reinterpret_cast<const char*>(bytes), n);
+    }
+    void finish() { bytes_.append(SLACK, '\0'); }
+
+    // The number of bytes ids[0..count) decode to; ``unknown`` is set to
+    // the index of the first id without bytes, else to ``count``.
+    size_t measure(const uint32_t* ids, size_t count, size_t& unknown) const {
+        size_t total = 0;
+        for (size_t i = 0; i < count; ++i) {
+            const uint32_t id = ids[i];
+            if (id >= spans_.size() || spans_[id].length == UNKNOWN) {
+                unknown = i;
+                return total;
+            }
+            total += spans_[id].length;
+        }
+        unknown = count;
+        return total;
+    }
+
+    // Writes the bytes of ids[0..count) (all known) to ``out``, which ends
+    // at ``end``, exactly measure()'s total after ``out``.
+    void write(const uint32_t* ids, size_t count, uint8_t* out, const uint8_t* end) const {
+        const char* source = bytes_.data();
+        for (size_t i = 0; i < count; ++i) {
+            const Span span = spans_[ids[i]];
+            if (span.length <= SLACK && size_t(end - out) >= SLACK) {
+                std::memcpy(out, source + span.offset, SLACK);
+            } else {
+                std::memcpy(out, source + span.offset, span.length);
+            }
+            out += span.length;
+        }
+    }
+
+    bool known(uint32_t id) const { return id < spans_.size() && spans_[id].length != UNKNOWN; }
+
+private:
+    static constexpr uint32_t UNKNOWN = UINT32_MAX;
+    struct Span {
+        uint32_t offset;
+        uint32_t length;  // UNKNOWN: no token has this id
+    };
+    std::vector<Span> spans_;
+    std::string bytes_;
+};
+
 }  // namespace streambpe

@@ -41,6 +41,8 @@ from libc.stdint cimport uint16_t
 from libcpp.memory cimport unique_ptr
 from libc.string cimport memcpy
 
+import operator
+
 from streambpe._support.table_cache import content_key, read_table, write_table
 from streambpe.core.unicode_classes import class_table
 from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
@@ -937,3 +939,122 @@ cdef bytes _id_bytes(
         else:
             values[index] = specials[output - vocabulary_size]
     return packed
+
+
+# --------------------------------------------------------------------------- decoding
+
+cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
+    cdef cppclass TokenBytes:
+        void add(uint32_t id, const uint8_t* bytes, size_t n) except +
+        void finish() except +
+        size_t measure(const uint32_t* ids, size_t count, size_t& unknown)
+        void write(const uint32_t* ids, size_t count, uint8_t* out, const uint8_t* end)
+
+cdef extern from "Python.h":
+    bint PyObject_CheckBuffer(object item)
+
+# Decoding this many ids or more runs without the GIL (fewer take less time
+# than handing the GIL over and back).
+cdef size_t _DECODE_WITHOUT_GIL = 1 << 14
+
+
+cdef int _append_id(vector[uint32_t]& values, object item) except -1:
+    """Append ``item`` (an int, or anything with ``__index__``) as a 32-bit id.
+
+    An int outside 0 .. 2**32 - 1 names no token: ``KeyError(item)``.
+    """
+    cdef long long value
+    cdef int overflow = 0
+    if type(item) is not int:
+        try:
+            item = operator.index(item)
+        except TypeError:
+            raise TypeError(f"token ids must be ints, got {item!r}") from None
+    value = PyLong_AsLongLongAndOverflow(item, &overflow)
+    if overflow != 0 or not 0 <= value <= UINT32_MAX:
+        raise KeyError(item)
+    values.push_back(<uint32_t>value)
+    return 0
+
+
+cdef int _read_ids(object ids, vector[uint32_t]& values) except -1:
+    """Copy the token ids ``ids`` (any iterable of ints, or an integer array) into ``values``."""
+    cdef Py_ssize_t index
+    cdef const uint32_t[::1] packed
+    if type(ids) is list:
+        values.reserve(PyList_GET_SIZE(ids))
+        index = 0
+        # The size is read again each time: __index__ may run code that changes the list.
+        while index < PyList_GET_SIZE(ids):
+            _append_id(values, <object>PyList_GET_ITEM(ids, index))
+            index += 1
+        return 0
+    if PyObject_CheckBuffer(ids):
+        view = memoryview(ids)
+        if view.ndim == 1 and view.itemsize == 4 and view.format in ("I", "=I", "<I", "@I", "L"):
+            packed = view
+            if packed.shape[0] > 0:
+                values.assign(&packed[0], &packed[0] + packed.shape[0])
+            return 0
+    if type(ids) is not tuple:
+        ids = list(ids)
+    for item in ids:
+        _append_id(values, item)
+    return 0
+
+
+cdef class TokenDecoder:
+    """Token ids to bytes: ``b"".join(decoder[i] for i in ids)``, in one compiled pass.
+
+    ``decoder`` maps every id (special tokens included) to its bytes. An id
+    it lacks raises ``KeyError(id)``, a value that is not an integer
+    ``TypeError``; ids may be any iterable of ints or an integer array
+    (``array('I')``, a numpy ``uint32`` array are read without a Python int
+    per id). Long inputs are decoded without the GIL.
+
+    >>> TokenDecoder({0: b"he", 1: b"llo", 7: b"!"}).decode_bytes([0, 1, 1, 7])
+    b'hellollo!'
+    """
+
+    cdef TokenBytes table
+
+    def __cinit__(self, dict decoder not None):
+        cdef Py_ssize_t position = 0
+        cdef PyObject* key_object
+        cdef PyObject* value_object
+        cdef size_t stored = 0
+        while PyDict_Next(decoder, &position, &key_object, &value_object):
+            token = <bytes?>(<object>value_object)
+            stored += len(token)
+            if stored >= UINT32_MAX:
+                raise ValueError("a vocabulary of 4 GiB of token bytes or more is not supported")
+            self.table.add(
+                _u32_of(<object>key_object, "token id", token),
+                <const uint8_t*><char*>token,
+                len(token),
+            )
+        self.table.finish()
+
+    def decode_bytes(self, ids):
+        """The bytes of ``ids``, one token after another."""
+        cdef vector[uint32_t] values
+        _read_ids(ids, values)
+        cdef size_t count = values.size()
+        cdef size_t unknown = 0
+        cdef size_t total
+        cdef cbool release = count >= _DECODE_WITHOUT_GIL
+        if release:
+            with nogil:
+                total = self.table.measure(values.data(), count, unknown)
+        else:
+            total = self.table.measure(values.data(), count, unknown)
+        if unknown < count:
+            raise KeyError(values[unknown])
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+        cdef uint8_t* start = <uint8_t*>PyBytes_AS_STRING(out)
+        if release:
+            with nogil:
+                self.table.write(values.data(), count, start, start + total)
+        else:
+            self.table.write(values.data(), count, start, start + total)
+        return out

@@ -23,9 +23,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 
 from streambpe import core
-from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan
+from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan, TokenDecoding
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
+from streambpe.encode.decode_stream import DecodeStream
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.patterns import BUILT_IN_PATTERNS, GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
@@ -123,6 +124,7 @@ class Encoder:
         # One set of kernels per backend, built on first use: switching backends
         # (tests, benchmarks) never mixes one backend's cache into another's results.
         self._kernels: dict[str, ThreadKernels] = {}
+        self._token_decoders: dict[str, TokenDecoding] = {}
 
     # ----------------------------------------------------------------- pickling
 
@@ -498,14 +500,20 @@ class Encoder:
         >>> Encoder({i: bytes([i]) for i in range(256)}, {}).decode_bytes([104, 105])
         b'hi'
         """
-        decoder = self._decoder
         try:
-            return b"".join(map(decoder.__getitem__, ids))
+            return self._token_decoder().decode_bytes(ids)
         except KeyError as exc:
             raise UnknownTokenError(exc.args[0], self.n_vocab) from None
-        except TypeError:
-            bad = next(i for i in ids if not isinstance(i, int))
-            raise TypeError(f"token ids must be ints, got {bad!r}") from None
+
+    def _token_decoder(self) -> TokenDecoding:
+        """The active backend's decoding kernel (it keeps no state, so threads share it)."""
+        backend = core.active_backend()
+        decoder = self._token_decoders.get(backend.name)
+        if decoder is None:
+            decoder = self._token_decoders.setdefault(
+                backend.name, backend.token_decoder(self._decoder)
+            )
+        return decoder
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD by default."""
@@ -514,6 +522,19 @@ class Encoder:
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token id."""
         return self.decode_bytes([token_id])
+
+    def decode_stream(self, errors: str = "replace") -> DecodeStream:
+        """An incremental decoder: feed ids one at a time, get text once it is whole UTF-8.
+
+        For streaming generation, where a character may be split over
+        several tokens (see :class:`~streambpe.encode.decode_stream.DecodeStream`).
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+        >>> stream = encoder.decode_stream()
+        >>> [stream.step(i) for i in "é!".encode()]
+        [None, 'é', '!']
+        """
+        return DecodeStream(self._decoder, self.n_vocab, errors=errors)
 
 
 def _encoder_of(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
