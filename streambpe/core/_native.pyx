@@ -462,6 +462,8 @@ cdef enum:
 
 # Ids produced per stretch without the GIL (then handed over with it).
 cdef size_t _BLOCK = 1 << 16
+# Texts shorter than this (in characters) are encoded holding the GIL.
+cdef size_t _SHORT_TEXT = 1 << 12
 
 
 cdef extern from *:
@@ -564,6 +566,47 @@ cdef cbool _load_image(PieceMerger* merger, image) except *:
     if data.shape[0] == 0:
         return False
     return merger.load(&data[0], data.shape[0])
+
+
+cdef cbool _encode_block(
+    TextEncoder* state, Pattern pattern, const ClassTable* table, int kind, const void* data,
+    size_t length, cbool ascii, cbool count_only, const vector[size_t]& special_starts,
+    const vector[size_t]& special_ends, size_t first_special, size_t& start,
+    size_t& next_special, size_t& counted, vector[uint32_t]& outputs, EncodeProblem& problem,
+) except * nogil:
+    """Encode from ``start`` until about :data:`_BLOCK` outputs are in ``outputs``.
+
+    One step of :meth:`BytePairEncoder._run`: the stretches of ordinary text
+    between the special tokens (``special_starts``/``special_ends``), and the
+    special tokens themselves as output numbers from ``first_special``.
+    Advances ``start``, ``next_special`` and ``counted``; True once the text
+    is done or ``problem`` stopped it.
+    """
+    cdef size_t special_count = special_starts.size()
+    cdef size_t stretch_end
+    while True:
+        stretch_end = special_starts[next_special] if next_special < special_count else length
+        if start < stretch_end:
+            problem = state.encode_text(
+                pattern, table[0], kind, data, stretch_end, ascii, outputs, start, _BLOCK,
+                count_only,
+            )
+            counted += problem.counted
+            if problem.outcome != EncodeOutcome.OK:
+                return True
+            start = problem.stopped
+            if start < stretch_end:  # the block is full, the stretch is not done
+                return False
+        if next_special == special_count:
+            return True
+        if count_only:
+            counted += 1
+        else:
+            outputs.push_back(<uint32_t>(first_special + next_special))
+        start = special_ends[next_special]
+        next_special += 1
+        if outputs.size() >= _BLOCK:
+            return False
 
 
 cdef class _Vocabulary:
@@ -735,7 +778,6 @@ cdef class BytePairEncoder:
         cdef EncodeProblem problem
         cdef vector[uint32_t] outputs
         cdef size_t start = 0
-        cdef size_t stretch_end = 0
         cdef size_t counted = 0
         cdef cbool count_only = mode == _COUNT
         cdef cbool done = False
@@ -753,36 +795,26 @@ cdef class BytePairEncoder:
         cdef size_t first_special = self.vocabulary.id_values.size()
         if first_special + special_count > UINT32_MAX:
             raise ValueError("too many special tokens in one text for 32-bit output numbers")
+        # A short text is encoded sooner than the GIL is handed over and back,
+        # and its ids (about one per four characters) fit one allocation.
+        cdef cbool release = length >= _SHORT_TEXT
+        outputs.reserve(length // 2 + 16 if length < 2 * _BLOCK else _BLOCK + 16)
         self._enter()
         try:
             while not done:
-                with nogil:
-                    while True:
-                        stretch_end = (special_starts[next_special] if next_special < special_count
-                                       else length)
-                        if start < stretch_end:
-                            problem = state.encode_text(
-                                scanned, table[0], kind, data, stretch_end, ascii, outputs, start,
-                                _BLOCK, count_only,
-                            )
-                            counted += problem.counted
-                            if problem.outcome != EncodeOutcome.OK:
-                                done = True
-                                break
-                            start = problem.stopped
-                            if start < stretch_end:  # the block is full, the stretch is not done
-                                break
-                        if next_special == special_count:
-                            done = True
-                            break
-                        if count_only:
-                            counted += 1
-                        else:
-                            outputs.push_back(<uint32_t>(first_special + next_special))
-                        start = special_ends[next_special]
-                        next_special += 1
-                        if outputs.size() >= _BLOCK:
-                            break
+                if release:
+                    with nogil:
+                        done = _encode_block(
+                            state, scanned, table, kind, data, length, ascii, count_only,
+                            special_starts, special_ends, first_special, start, next_special,
+                            counted, outputs, problem,
+                        )
+                else:
+                    done = _encode_block(
+                        state, scanned, table, kind, data, length, ascii, count_only,
+                        special_starts, special_ends, first_special, start, next_special,
+                        counted, outputs, problem,
+                    )
                 if mode == _LIST:
                     _extend_ids(out, self.vocabulary.ids, special_ids, outputs)
                 elif mode == _ARRAY:
