@@ -19,14 +19,17 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
 
 from streambpe import core
+from streambpe._support.pool import resolve_workers
 from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan, TokenDecoding
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.decode_stream import DecodeStream
+from streambpe.encode.text_parts import part_specials, plan_parts
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.patterns import BUILT_IN_PATTERNS, GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
@@ -36,6 +39,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 DEFAULT_CACHE_SIZE = 1 << 18
+#: Texts this long or longer are encoded on several threads (``Encoder.encode``).
+PARALLEL_MIN_CHARS = 1 << 20
+#: ``iter_id_batches`` encodes a long chunk in blocks of about this many characters.
+STREAM_BLOCK_CHARS = 1 << 18
 # Texts up to this long, with up to this many special tokens, are first
 # checked for any special token at all with ``in``.
 _QUICK_CHECK_CHARS = 1 << 12
@@ -287,6 +294,7 @@ class Encoder:
         *,
         allowed_special: SpecialSet | _Unset = UNSET,
         disallowed_special: SpecialSet | _Unset = UNSET,
+        threads: int | None = None,
     ) -> list[int]:
         """Encode ``text``; with no keyword, every special token is recognized (CS336).
 
@@ -296,11 +304,62 @@ class Encoder:
         ``disallowed_special`` (default ``"all"``: every special not allowed)
         raise ``ValueError``.
 
+        A text of :data:`PARALLEL_MIN_CHARS` characters or more is cut at safe
+        places and its parts encoded on ``threads`` threads (default: one per
+        available core) when the kernel runs without the GIL; the ids are the
+        same for any number of threads. ``threads=1`` keeps to the calling thread.
+
         >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
         >>> encoder.encode("a<s>"), encoder.encode("a<s>", disallowed_special=())
         ([97, 256], [97, 60, 115, 62])
         """
+        if threads is not None and threads < 1:
+            raise ParameterError(f"threads must be at least 1, got {threads}")
+        if len(text) >= PARALLEL_MIN_CHARS and threads != 1 and self.releases_gil:
+            workers = threads or resolve_workers(None)
+            if workers > 1:
+
+                def encode_parts(scanner: SpecialTokenScanner, text: str) -> list[int]:
+                    return self._encode_in_parts(scanner, text, workers)
+
+                return self._run_with_policy(
+                    encode_parts, text, allowed_special, disallowed_special
+                )
         return self._run_with_policy(self._encode_with, text, allowed_special, disallowed_special)
+
+    def _encode_in_parts(self, scanner: SpecialTokenScanner, text: str, workers: int) -> list[int]:
+        """``_encode_with`` on ``workers`` threads: the text cut where no piece crosses."""
+        specials = self._special_spans(scanner, text)
+        # Two parts per thread, so a thread that drew easy text takes another.
+        part_chars = max(len(text) // (2 * workers), PARALLEL_MIN_CHARS // 4)
+        parts = plan_parts(
+            text,
+            specials,
+            part_chars=part_chars,
+            space_cuts=self.pattern in SPACE_SPLITTABLE_PATTERNS,
+        )
+
+        def encode_part(bounds: tuple[int, int]) -> list[int]:
+            start, end = bounds
+            kernels = self._thread_kernels()
+            out: list[int] = []
+            kernels.piece_encoder().encode_text(
+                text[start:end],
+                self.pattern,
+                kernels.pretokenizer,
+                out,
+                part_specials(specials, start, end),
+            )
+            return out
+
+        if len(parts) == 1:
+            return encode_part(parts[0])
+        with ThreadPoolExecutor(min(workers, len(parts))) as pool:
+            results = list(pool.map(encode_part, parts))
+        ids = results[0]
+        for more in results[1:]:
+            ids += more
+        return ids
 
     def _run_with_policy(
         self,
@@ -495,10 +554,28 @@ class Encoder:
         for chunk in iterable:
             ready = splitter.feed(chunk)
             if ready:
-                yield self.encode(ready)
+                yield from self._encode_in_blocks(ready)
         rest = splitter.finish()
         if rest:
-            yield self.encode(rest)
+            yield from self._encode_in_blocks(rest)
+
+    def _encode_in_blocks(self, text: str) -> Iterator[list[int]]:
+        """The ids of ``text``, a block of about :data:`STREAM_BLOCK_CHARS` characters at a time.
+
+        A stream handed over in one huge chunk still gets its first ids as
+        soon as its first block is encoded, not once the whole chunk is.
+        """
+        if len(text) <= STREAM_BLOCK_CHARS:
+            yield self.encode(text, threads=1)
+            return
+        parts = plan_parts(
+            text,
+            self._special_spans(self._scanner, text),
+            part_chars=STREAM_BLOCK_CHARS,
+            space_cuts=self.pattern in SPACE_SPLITTABLE_PATTERNS,
+        )
+        for start, end in parts:
+            yield self.encode(text[start:end], threads=1)
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily encode a stream of text chunks (a file object, lines, any slices).
