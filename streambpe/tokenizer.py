@@ -25,6 +25,7 @@ from streambpe._support.progress import ProgressReporter
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.core.bpe import ranks_from_merges
 from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
+from streambpe.errors import ParameterError
 from streambpe.formats import TokenizerFiles, load_tokenizer, save_tokenizer
 from streambpe.formats.cached_ranks import read_tiktoken_cached
 from streambpe.formats.gpt2 import read_gpt2
@@ -159,6 +160,38 @@ class Tokenizer(Encoder):
         if self._merges is None:
             self._merges = merges_from_ranks(self._ranks)
         return list(self._merges)
+
+    def tiktoken_ranks(self) -> dict[bytes, int]:
+        """tiktoken's ``mergeable_ranks`` for this tokenizer: each ordinary token's bytes -> id.
+
+        tiktoken merges the pair whose token has the lowest id, so this holds
+        only when ids follow merge order and every multi-byte token comes from
+        a merge: true of ``train_bpe`` output, GPT-2 and anything loaded from
+        tiktoken ranks. Otherwise ``ParameterError`` names the first token out
+        of place.
+
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"<s>", 257: b"ab"}
+        >>> Tokenizer(vocab, [(b"a", b"b")], ["<s>"]).tiktoken_ranks()[b"ab"]
+        257
+        """
+        previous = -1
+        for token, _rank in sorted(self._ranks.items(), key=lambda item: item[1]):
+            if len(token) < 2:
+                continue
+            token_id = self._encoder[token]
+            if token_id <= previous:
+                raise ParameterError(
+                    f"token {token!r} has id {token_id}, below the id of a token merged "
+                    "before it; tiktoken ranks are ids, so these ids cannot be tiktoken ranks"
+                )
+            previous = token_id
+        unmerged = next((t for t in self._encoder if len(t) > 1 and t not in self._ranks), None)
+        if unmerged is not None:
+            raise ParameterError(
+                f"token {unmerged!r} is in the vocabulary but no merge makes it; tiktoken "
+                "would merge into it, so this vocabulary cannot be tiktoken ranks"
+            )
+        return dict(self._encoder)
 
     # ----------------------------------------------------------------- pickling
 

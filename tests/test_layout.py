@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "train": 6,
     "streaming": 6,
     "tokenizer": 7,
+    "tiktoken": 8,
     "__init__": 8,
     "cli": 9,
     "__main__": 10,

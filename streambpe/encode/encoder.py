@@ -21,11 +21,12 @@ from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from streambpe import core
 from streambpe._support.pool import resolve_workers
 from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan, TokenDecoding
+from streambpe.core.piece_cache import CacheInfo
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.decode_stream import DecodeStream
@@ -60,21 +61,6 @@ class _Unset:
 
 
 UNSET: Final = _Unset()
-
-
-class CacheInfo(NamedTuple):
-    """Piece-cache counts: hits are lookups that ran no BPE."""
-
-    hits: int
-    misses: int
-    maxsize: int
-    currsize: int
-
-    @property
-    def hit_rate(self) -> float:
-        """Hits over lookups (0.0 before any lookup)."""
-        lookups = self.hits + self.misses
-        return self.hits / lookups if lookups else 0.0
 
 
 def fix_surrogates(text: str) -> str:
@@ -117,12 +103,11 @@ class Encoder:
         self._special_ids = _assign_special_ids(self._decoder, special_tokens)
         special_id_set = set(self._special_ids.values())
         # Special tokens are reachable only through the scanner, never as ordinary text.
-        # (Copies and zips, not loops: these run over every token at every load.)
-        if special_id_set.isdisjoint(vocab):
-            self._ordinary_vocab = dict(vocab)
-        else:
+        if any(token_id in vocab for token_id in special_id_set):
             self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
-        self._encoder = _encoder_of(self._ordinary_vocab)
+        else:
+            self._ordinary_vocab = dict(vocab)
+        self._encoder: dict[bytes, int] = _lowest_id_of_each_token(self._ordinary_vocab)
         missing = [byte for byte in range(256) if bytes([byte]) not in self._encoder]
         if missing:
             raise ParameterError(
@@ -534,6 +519,15 @@ class Encoder:
         specials = self._special_spans(scanner, text)
         return pieces.count_text(text, self.pattern, pretokenizer, specials)
 
+    def encode_single_piece(self, piece: bytes) -> list[int]:
+        """BPE on ``piece`` as one piece: no pattern split, no special tokens.
+
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"he"}
+        >>> Encoder(vocab, {b"he": 0}).encode_single_piece(b"he he")
+        [256, 32, 256]
+        """
+        return self._kernel()[1].encode_bytes(piece)
+
     def stream_splitter(self) -> StreamSplitter:
         """A :class:`StreamSplitter` matching this encoder's specials and pattern."""
         return StreamSplitter(
@@ -636,20 +630,6 @@ class Encoder:
         return DecodeStream(self._decoder, self.n_vocab, errors=errors)
 
 
-def _encoder_of(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
-    """Token bytes -> id; a token with several ids gets the smallest.
-
-    >>> _encoder_of({5: b"a", 2: b"a", 3: b"b"})
-    {b'a': 2, b'b': 3}
-    """
-    encoder = dict(zip(vocab.values(), vocab.keys(), strict=True))
-    if len(encoder) < len(vocab):
-        encoder = {}
-        for token_id in sorted(vocab):
-            encoder.setdefault(vocab[token_id], token_id)
-    return encoder
-
-
 def _assign_special_ids(
     vocab: Mapping[int, bytes], special_tokens: Sequence[str] | Mapping[str, int] | None
 ) -> dict[str, int]:
@@ -673,6 +653,20 @@ def _assign_special_ids(
             existing, next_id = next_id, next_id + 1
         ids[token] = existing
     return ids
+
+
+def _lowest_id_of_each_token(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
+    """Token bytes -> id; where several ids share the same bytes, the lowest.
+
+    >>> _lowest_id_of_each_token({7: b"a", 3: b"a", 5: b"b"})
+    {b'a': 3, b'b': 5}
+    """
+    inverse = dict(zip(vocab.values(), vocab.keys(), strict=True))
+    if len(inverse) == len(vocab):
+        # No bytes twice, so nothing to choose: this skips a sort of the whole
+        # vocabulary, a fifth of loading o200k.
+        return inverse
+    return {token: token_id for token_id, token in sorted(vocab.items(), reverse=True)}
 
 
 @lru_cache(maxsize=64)

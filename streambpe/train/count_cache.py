@@ -32,7 +32,6 @@ from __future__ import annotations
 import marshal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import xxhash
 
@@ -42,14 +41,10 @@ from streambpe.errors import ParameterError
 from streambpe.sources.inputs import InputFile
 from streambpe.sources.reading import read_range
 from streambpe.train.counting import WordCounts
+from streambpe.train.options import CACHE_KEYS, CacheKey
 
 _FORMAT_VERSION = 1
 _READ_BLOCK = 8 * 1024 * 1024
-
-
-#: How the cache names the inputs' version: their metadata (no reads) or their bytes.
-CacheKey = Literal["metadata", "content"]
-CACHE_KEYS: tuple[str, ...] = ("metadata", "content")
 
 
 def _add_field(hasher: xxhash.xxh3_128, field: str) -> None:
