@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streambpe import core
+from streambpe.cutting.specials import SpecialTokenScanner
 from streambpe.encode import encoder as encoder_module
 from streambpe.encode.text_parts import part_specials, plan_parts
 from streambpe.errors import ParameterError
@@ -115,3 +116,19 @@ def test_first_block_of_a_huge_chunk_is_bounded(r50k_tokenizer: Tokenizer) -> No
 def test_threads_must_be_positive(r50k_tokenizer: Tokenizer, threads: int) -> None:
     with pytest.raises(ParameterError, match="threads must be at least 1"):
         r50k_tokenizer.encode("x", threads=threads)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "ab", "aa", "<s>"]), min_size=1, max_size=3, unique=True),
+    st.lists(st.sampled_from(["a", "b", "x", "<s>", "aa"]), max_size=30).map("".join),
+)
+def test_quick_special_spans_match_the_scanner(tokens: list[str], text: str) -> None:
+    """Short texts find their special tokens with str.find: the scanner's parse, overlaps included."""
+    tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [], tokens)
+    ids = tokenizer.special_tokens
+    expected = [
+        (match.start, match.end, ids[match.token])
+        for match in SpecialTokenScanner(tokens).matches(text)
+    ]
+    assert tokenizer._special_spans(tokenizer._scanner, text) == expected
