@@ -10,8 +10,10 @@ are cut many times, including next to and between special tokens.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tiktoken
@@ -132,3 +134,28 @@ def test_quick_special_spans_match_the_scanner(tokens: list[str], text: str) -> 
         for match in SpecialTokenScanner(tokens).matches(text)
     ]
     assert tokenizer._special_spans(tokenizer._scanner, text) == expected
+
+
+@needs_native
+@pytest.mark.usefixtures("small_thresholds")
+def test_only_the_main_thread_spreads_out_unasked(
+    r50k_tokenizer: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool's worker (encode_batch, encode_file) must not start a pool of its own."""
+    pools: list[int] = []
+    real_pool = encoder_module.ThreadPoolExecutor
+
+    def counting_pool(workers: int) -> Any:
+        pools.append(workers)
+        return real_pool(workers)
+
+    monkeypatch.setattr(encoder_module, "ThreadPoolExecutor", counting_pool)
+    text = "some words and more words " * 20
+    with core.using_backend("native"):
+        expected = r50k_tokenizer.encode(text, threads=1)
+        assert pools == []
+        with ThreadPoolExecutor(1) as outer:
+            assert outer.submit(r50k_tokenizer.encode, text).result() == expected
+        assert pools == []
+        assert r50k_tokenizer.encode(text, threads=2) == expected
+        assert pools == [2]

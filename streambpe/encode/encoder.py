@@ -17,6 +17,7 @@ loading, saving and the streaming entry points on top of this class.
 from __future__ import annotations
 
 import itertools
+import threading
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -290,9 +291,11 @@ class Encoder:
         raise ``ValueError``.
 
         A text of :data:`PARALLEL_MIN_CHARS` characters or more is cut at safe
-        places and its parts encoded on ``threads`` threads (default: one per
-        available core) when the kernel runs without the GIL; the ids are the
-        same for any number of threads. ``threads=1`` keeps to the calling thread.
+        places and its parts encoded on ``threads`` threads when the kernel
+        runs without the GIL; the ids are the same for any number of threads.
+        By default the main thread uses one thread per available core and any
+        other thread (a worker of a pool) only itself; ``threads=1`` keeps to
+        the calling thread.
 
         >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
         >>> encoder.encode("a<s>"), encoder.encode("a<s>", disallowed_special=())
@@ -301,7 +304,13 @@ class Encoder:
         if threads is not None and threads < 1:
             raise ParameterError(f"threads must be at least 1, got {threads}")
         if len(text) >= PARALLEL_MIN_CHARS and threads != 1 and self.releases_gil:
-            workers = threads or resolve_workers(None)
+            # Unasked, only the main thread spreads out: a worker of a pool
+            # (encode_batch, encode_file) already has the other cores busy.
+            workers = threads or (
+                resolve_workers(None)
+                if threading.current_thread() is threading.main_thread()
+                else 1
+            )
             if workers > 1:
 
                 def encode_parts(scanner: SpecialTokenScanner, text: str) -> list[int]:
