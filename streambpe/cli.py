@@ -34,6 +34,7 @@ from streambpe._support.progress import (
     SilentProgress,
 )
 from streambpe._support.utf8 import decode_utf8_stream
+from streambpe.core.split_steps import steps_to_data
 from streambpe.errors import FormatError, StreamBPEError
 from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
@@ -533,9 +534,16 @@ def _run_info(args: argparse.Namespace) -> int:
         described |= {
             "n_vocab": tokenizer.n_vocab,
             "special_tokens": tokenizer.special_tokens,
-            "pattern": tokenizer.pattern,
+            "pattern": (
+                tokenizer.pattern
+                if isinstance(tokenizer.pattern, str)
+                else steps_to_data(tokenizer.pattern)
+            ),
+            "pretokenizer_engine": tokenizer.pretokenizer_engine,
             "merges": len(tokenizer.merges),
         }
+    if args.tokenizer is not None and tokenizer.pretokenizer_fallback is not None:
+        described["pretokenizer_fallback"] = tokenizer.pretokenizer_fallback
     print(json.dumps(described, ensure_ascii=False, indent=2))
     return 0
 

@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "sources": 2,
     "cutting": 3,
     "core": 4,
+    "pipeline": 4,
     "encode": 5,
     "formats": 5,
     "train": 6,

@@ -94,6 +94,11 @@ class Encoding:
         >>> enc.encode("abc"), enc.eot_token, enc.tokenizer is tok
         ([257, 99], 256, True)
         """
+        if not isinstance(tokenizer.pattern, str):
+            raise ParameterError(
+                "a tokenizer that cuts text with a chain of split steps has no single pattern "
+                "for tiktoken's pat_str; use the Tokenizer itself"
+            )
         encoding = cls.__new__(cls)
         encoding._attach(
             name, tokenizer.pattern, tokenizer.tiktoken_ranks(), tokenizer.special_tokens, tokenizer
