@@ -159,3 +159,19 @@ def test_only_the_main_thread_spreads_out_unasked(
         assert pools == []
         assert r50k_tokenizer.encode(text, threads=2) == expected
         assert pools == [2]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), min_size=50, max_size=400).map("".join))
+def test_blocks_found_window_by_window_give_the_ids_of_one_call(
+    cl100k_tokenizer: Tokenizer,
+    cl100k_reference: tiktoken.Encoding,
+    text: str,
+) -> None:
+    """Blocks long next to the special tokens (here 40 characters, windows of 80), so most
+    cuts come from a window's own scan rather than from a scan of the whole rest."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encoder_module, "STREAM_BLOCK_CHARS", 40)
+        batches = list(cl100k_tokenizer.iter_id_batches([text]))
+    expected = cl100k_reference.encode(text, allowed_special="all")
+    assert [i for batch in batches for i in batch] == expected

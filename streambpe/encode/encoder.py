@@ -33,7 +33,7 @@ from streambpe.core.split_steps import Pretokenization, checked_steps
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.decode_stream import DecodeStream
-from streambpe.encode.text_parts import part_specials, plan_parts
+from streambpe.encode.text_parts import cut_after, part_specials, plan_parts
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
@@ -686,14 +686,30 @@ class Encoder:
         if len(text) <= STREAM_BLOCK_CHARS or self.pipeline is not None:
             yield self.encode(text, threads=1)
             return
+        scanner, special_ids = self._scanner, self._special_ids
+        start = 0
+        while len(text) - start > STREAM_BLOCK_CHARS:
+            # Special tokens are looked for a window at a time, so the first
+            # block does not wait for a scan of the whole text.
+            window_end = min(len(text), start + 2 * STREAM_BLOCK_CHARS)
+            spans = [
+                (match.start, match.end, special_ids[match.token])
+                for match in scanner.matches(text, start, window_end)
+            ]
+            cut = cut_after(text, spans, start + STREAM_BLOCK_CHARS, space_cuts=self.space_cuts)
+            if cut + scanner.max_length > window_end and window_end < len(text):
+                break  # no cut the window can vouch for: plan the rest at once
+            yield self.encode(text[start:cut], threads=1)
+            start = cut
+        rest = text[start:]
         parts = plan_parts(
-            text,
-            self._special_spans(self._scanner, text),
+            rest,
+            self._special_spans(scanner, rest),
             part_chars=STREAM_BLOCK_CHARS,
             space_cuts=self.space_cuts,
         )
-        for start, end in parts:
-            yield self.encode(text[start:end], threads=1)
+        for first, end in parts:
+            yield self.encode(rest[first:end], threads=1)
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily encode a stream of text chunks (a file object, lines, any slices).

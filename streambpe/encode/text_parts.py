@@ -34,28 +34,40 @@ def _outside_specials(position: int, specials: list[SpecialSpan], starts: list[i
     return position
 
 
+def cut_after(text: str, specials: list[SpecialSpan], nominal: int, *, space_cuts: bool) -> int:
+    """The first cut at or after ``nominal`` (``len(text)`` if none).
+
+    The first safe cut (with ``space_cuts``; otherwise only special-token
+    ends cut), moved past any special token it falls in, or the end of the
+    first special token ending after ``nominal``, whichever comes first.
+    ``specials`` must hold every special token that starts before the cut.
+
+    >>> cut_after("ab cd<s>ef", [(5, 8, 9)], 4, space_cuts=False)
+    8
+    """
+    starts = [span[0] for span in specials]
+    ends = [span[1] for span in specials]
+    candidates = []
+    if space_cuts:
+        candidates.append(_outside_specials(next_safe_cut(text, nominal), specials, starts))
+    following = bisect_right(ends, nominal - 1)
+    if following < len(ends):
+        candidates.append(ends[following])
+    return min(candidates, default=len(text))
+
+
 def plan_parts(
     text: str, specials: list[SpecialSpan], *, part_chars: int, space_cuts: bool
 ) -> list[tuple[int, int]]:
     """``(start, end)`` ranges covering ``text``, each about ``part_chars`` long or longer.
 
-    Each cut is the first safe one at or after its nominal place (with
-    ``space_cuts``; otherwise only special-token ends cut), moved past any
-    special token it falls in. A text with no cut at all is one part.
+    Each cut is :func:`cut_after` its nominal place. A text with no cut at
+    all is one part.
     """
     length = len(text)
-    starts = [span[0] for span in specials]
-    ends = [span[1] for span in specials]
     bounds = [0]
     while length - bounds[-1] > part_chars:
-        nominal = bounds[-1] + part_chars
-        candidates = []
-        if space_cuts:
-            candidates.append(_outside_specials(next_safe_cut(text, nominal), specials, starts))
-        following = bisect_right(ends, nominal - 1)
-        if following < len(ends):
-            candidates.append(ends[following])
-        cut = min(candidates, default=length)
+        cut = cut_after(text, specials, bounds[-1] + part_chars, space_cuts=space_cuts)
         if cut >= length:
             break
         bounds.append(cut)
