@@ -37,10 +37,11 @@ from streambpe.formats import (
     load_tokenizer,
     save_tokenizer,
 )
+from streambpe.formats.cached_ranks import read_tiktoken_cached
 from streambpe.formats.gpt2 import read_gpt2, read_json_file
 from streambpe.formats.hf import read_hf_tokenizer
 from streambpe.formats.tekken import TEKKEN_FILE, is_tekken_document, read_tekken
-from streambpe.formats.tiktoken_file import merges_from_ranks, read_tiktoken
+from streambpe.formats.tiktoken_file import merges_from_ranks
 from streambpe.patterns import GPT2
 from streambpe.pipeline.text import TextPipeline
 from streambpe.sources.inputs import Inputs
@@ -125,7 +126,7 @@ class Tokenizer(Encoder):
         [256, 257]
         """
         return cls.from_ranks(
-            read_tiktoken(path),
+            read_tiktoken_cached(path),
             pattern=pattern,
             special_tokens=special_tokens,
             cache_size=cache_size,

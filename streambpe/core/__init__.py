@@ -2,7 +2,7 @@
 
 Each kernel has two implementations with identical results: the pure-Python
 reference (:mod:`~streambpe.core.pretokenize`, :mod:`~streambpe.core.merge_loop`,
-:mod:`~streambpe.core.piece_encoder`), readable and always available, and a
+:mod:`~streambpe.core.piece_encoder`, :mod:`~streambpe.core.token_decoder`), readable and always available, and a
 compiled one (``streambpe.core._native``),
 built by ``pip install`` when a C++ compiler is present. The compiled
 pretokenizer runs the three built-in patterns on scanners of their own, and
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -38,6 +38,7 @@ from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
 from streambpe.core.piece_encoder import SpecialSpan as SpecialSpan
 from streambpe.core.pretokenize import Pretokenizer
 from streambpe.core.split_steps import Pretokenization, StepsPretokenizer
+from streambpe.core.token_decoder import TokenDecoder
 from streambpe.patterns import BUILT_IN_PATTERNS
 
 #: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
@@ -93,6 +94,16 @@ PieceEncodingFactory = Callable[[dict[bytes, int], dict[bytes, int], int], Piece
 PretokenizerFactory = Callable[[Pretokenization], Pretokenizing]
 
 
+class TokenDecoding(Protocol):
+    """What a decoding kernel offers; see :class:`~streambpe.core.token_decoder.TokenDecoder`."""
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes: ...
+
+
+#: Builds a decoding kernel from id -> token bytes.
+TokenDecodingFactory = Callable[[dict[int, bytes]], TokenDecoding]
+
+
 @dataclass(frozen=True)
 class Backend:
     """One implementation of the kernels."""
@@ -101,6 +112,7 @@ class Backend:
     pretokenizer: PretokenizerFactory
     learn_merges: LearnMerges
     piece_encoder: PieceEncodingFactory
+    token_decoder: TokenDecodingFactory
 
 
 def python_pretokenizer(pattern: Pretokenization) -> Pretokenizing:
@@ -110,7 +122,7 @@ def python_pretokenizer(pattern: Pretokenization) -> Pretokenizing:
     return StepsPretokenizer(pattern)
 
 
-PYTHON = Backend("python", python_pretokenizer, merge_loop.learn_merges, PieceEncoder)
+PYTHON = Backend("python", python_pretokenizer, merge_loop.learn_merges, PieceEncoder, TokenDecoder)
 
 
 def _load_native() -> Backend | None:
@@ -129,7 +141,9 @@ def _load_native() -> Backend | None:
             return python_pretokenizer(pattern)
         return scanner
 
-    return Backend("native", pretokenizer, _native.learn_merges, _native.BytePairEncoder)
+    return Backend(
+        "native", pretokenizer, _native.learn_merges, _native.BytePairEncoder, _native.TokenDecoder
+    )
 
 
 NATIVE: Backend | None = _load_native()

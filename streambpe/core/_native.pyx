@@ -39,9 +39,12 @@ from libcpp.vector cimport vector
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport uint16_t
 from libcpp.memory cimport unique_ptr
+from libc.string cimport memcpy
 
+import operator
 from array import array
 
+from streambpe._support.table_cache import content_key, read_table, write_table
 from streambpe.core.unicode_classes import base_table, class_table
 from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
 
@@ -56,6 +59,7 @@ cdef extern from "Python.h":
 cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
     uint32_t NONE32
     uint64_t hash_bytes(const uint8_t* data, size_t n)
+    const char* image_tag()
 
     cdef cppclass MergeLoop:
         void add_word(const uint8_t* word, size_t n, int64_t count)
@@ -67,6 +71,7 @@ cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
+    long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
 
 
 def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
@@ -517,6 +522,8 @@ cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
         void add_output(const uint8_t* token, size_t n, uint32_t output)
         void add_rank(const uint8_t* token, size_t n, uint32_t rank)
         void finish() except +
+        string save() except +
+        cbool load(const uint8_t* data, size_t size) except +
         uint32_t unit_output(uint32_t unit)
         const uint8_t* unit_bytes(uint32_t unit)
         size_t unit_length(uint32_t unit)
@@ -560,6 +567,8 @@ cdef enum:
 
 # Ids produced per stretch without the GIL (then handed over with it).
 cdef size_t _BLOCK = 1 << 16
+# Texts shorter than this (in characters) are encoded holding the GIL.
+cdef size_t _SHORT_TEXT = 1 << 12
 
 
 cdef extern from *:
@@ -605,6 +614,110 @@ cdef extern from *:
     ) except -1
 
 
+# Vocabularies of this many ranked tokens or more keep their built tables in
+# the table cache (streambpe._support.table_cache); smaller ones build in
+# well under a millisecond, quicker than a file is read.
+IMAGE_MIN_TOKENS = 4096
+# Which build wrote an image: another build's tables may be laid out otherwise.
+_IMAGE_TAG = (<bytes>image_tag()).decode("ascii")
+
+
+cdef inline uint32_t _u32_of(object number, str what, object token) except? 0xFFFFFFFF:
+    """``number`` as a 32-bit value, or the ValueError of :func:`_checked_u32`."""
+    cdef long long value
+    cdef int overflow = 0
+    if type(number) is int:
+        value = PyLong_AsLongLongAndOverflow(number, &overflow)
+        if overflow == 0 and 0 <= value <= UINT32_MAX:
+            return <uint32_t>value
+    return _checked_u32(number, what, token)
+
+
+cdef int _append_record(string& content, bytes token, uint32_t value) except -1:
+    """Append ``value``, the length of ``token`` and its bytes to ``content``."""
+    cdef Py_ssize_t length = len(token)
+    if length > UINT32_MAX:
+        raise ValueError("tokens of 4 GiB or more are not supported")
+    cdef uint32_t header[2]
+    header[0] = value
+    header[1] = <uint32_t>length
+    content.append(<const char*>header, sizeof(header))
+    content.append(<const char*>token, length)
+    return 0
+
+
+cdef void _add_records(PieceMerger* merger, const string& content, size_t outputs) noexcept nogil:
+    """Give ``merger`` the records of ``content``: ``outputs`` token ids, then the ranks."""
+    cdef const char* at = content.data()
+    cdef const char* end = at + content.size()
+    cdef uint32_t header[2]
+    cdef size_t index = 0
+    while at < end:
+        memcpy(header, at, sizeof(header))
+        at += sizeof(header)
+        if index < outputs:
+            merger.add_output(<const uint8_t*>at, header[1], <uint32_t>index)
+        else:
+            merger.add_rank(<const uint8_t*>at, header[1], header[0])
+        at += header[1]
+        index += 1
+
+
+cdef cbool _load_image(PieceMerger* merger, image) except *:
+    """Load the tables from ``image`` (a buffer or None); False if there is none or it is not whole."""
+    if image is None:
+        return False
+    cdef const uint8_t[::1] data = image
+    if data.shape[0] == 0:
+        return False
+    return merger.load(&data[0], data.shape[0])
+
+
+cdef cbool _encode_block(
+    TextEncoder* state, Pattern pattern, const ClassTable* table, int kind, const void* data,
+    size_t length, cbool ascii, cbool count_only, size_t budget,
+    const vector[size_t]& special_starts, const vector[size_t]& special_ends,
+    size_t first_special, size_t& start, size_t& next_special, size_t& counted,
+    vector[uint32_t]& outputs, EncodeProblem& problem,
+) except * nogil:
+    """Encode from ``start`` until about :data:`_BLOCK` outputs are in ``outputs``.
+
+    ``budget`` is what the kernel may produce before it pauses (``_BLOCK``,
+    or no limit for a scan that pauses by itself).
+
+    One step of :meth:`BytePairEncoder._run`: the stretches of ordinary text
+    between the special tokens (``special_starts``/``special_ends``), and the
+    special tokens themselves as output numbers from ``first_special``.
+    Advances ``start``, ``next_special`` and ``counted``; True once the text
+    is done or ``problem`` stopped it.
+    """
+    cdef size_t special_count = special_starts.size()
+    cdef size_t stretch_end
+    while True:
+        stretch_end = special_starts[next_special] if next_special < special_count else length
+        if start < stretch_end:
+            problem = state.encode_text(
+                pattern, table[0], kind, data, stretch_end, ascii, outputs, start, budget,
+                count_only,
+            )
+            counted += problem.counted
+            if problem.outcome != EncodeOutcome.OK:
+                return True
+            start = problem.stopped
+            if start < stretch_end:  # the block is full, the stretch is not done
+                return False
+        if next_special == special_count:
+            return True
+        if count_only:
+            counted += 1
+        else:
+            outputs.push_back(<uint32_t>(first_special + next_special))
+        start = special_ends[next_special]
+        next_special += 1
+        if outputs.size() >= _BLOCK:
+            return False
+
+
 cdef class _Vocabulary:
     """The immutable part of a :class:`BytePairEncoder`, shared by its forks.
 
@@ -618,24 +731,46 @@ cdef class _Vocabulary:
     cdef vector[uint32_t] id_values
 
     def __cinit__(self, dict encoder not None, dict ranks not None):
-        cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
-        cdef PieceMerger* merger = building.get()
         self.ids = []
-        cdef bytes token
+        # Everything the tables are built from, in one string: the input of a
+        # build, and what names its image in the table cache.
+        cdef string content
+        cdef Py_ssize_t position = 0
+        cdef PyObject* key_object
+        cdef PyObject* value_object
         cdef uint32_t number
-        for token, token_id in encoder.items():
-            number = _checked_u32(token_id, "token id", token)
-            merger.add_output(<const uint8_t*><char*>token, len(token), len(self.ids))
-            self.ids.append(int(number))
+        # PyDict_Next, not items(): a tuple per entry also woke the garbage
+        # collector, which then walked every object of the process.
+        while PyDict_Next(encoder, &position, &key_object, &value_object):
+            number = _u32_of(<object>value_object, "token id", <object>key_object)
+            _append_record(content, <object>key_object, number)
+            self.ids.append(<object>value_object if type(<object>value_object) is int
+                            else int(number))
             self.id_values.push_back(number)
-        for token, rank in ranks.items():
-            number = _checked_u32(rank, "rank", token)
-            merger.add_rank(<const uint8_t*><char*>token, len(token), number)
+        cdef size_t outputs = self.id_values.size()
+        position = 0
+        while PyDict_Next(ranks, &position, &key_object, &value_object):
+            number = _u32_of(<object>value_object, "rank", <object>key_object)
+            _append_record(content, <object>key_object, number)
+        cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
+        key = None
+        if len(ranks) >= IMAGE_MIN_TOKENS:
+            key = content_key(
+                "vocabulary", PyBytes_FromStringAndSize(content.data(), content.size())
+            )
+            if _load_image(building.get(), read_table(key, _IMAGE_TAG)):
+                self.merger = <shared_ptr[const PieceMerger]>building
+                return
+            building = make_shared[PieceMerger]()
         # Most of the build (sorting, every split of every token) touches no
         # Python object: an event loop or other threads keep running meanwhile.
         with nogil:
-            merger.finish()
+            _add_records(building.get(), content, outputs)
+            building.get().finish()
         self.merger = <shared_ptr[const PieceMerger]>building
+        if key is not None:
+            image = building.get().save()
+            write_table(key, _IMAGE_TAG, PyBytes_FromStringAndSize(image.data(), image.size()))
 
     cdef object missing_part(self, uint32_t unit):
         """The ``KeyError`` for a BPE part the encoder has no id for."""
@@ -755,7 +890,6 @@ cdef class BytePairEncoder:
         cdef EncodeProblem problem
         cdef vector[uint32_t] outputs
         cdef size_t start = 0
-        cdef size_t stretch_end = 0
         cdef size_t counted = 0
         cdef cbool count_only = mode == _COUNT
         cdef cbool done = False
@@ -773,36 +907,26 @@ cdef class BytePairEncoder:
         cdef size_t first_special = self.vocabulary.id_values.size()
         if first_special + special_count > UINT32_MAX:
             raise ValueError("too many special tokens in one text for 32-bit output numbers")
+        # A short text is encoded sooner than the GIL is handed over and back,
+        # and its ids (about one per four characters) fit one allocation.
+        cdef cbool release = length >= _SHORT_TEXT
+        outputs.reserve(length // 2 + 16 if length < 2 * _BLOCK else _BLOCK + 16)
         self._enter()
         try:
             while not done:
-                with nogil:
-                    while True:
-                        stretch_end = (special_starts[next_special] if next_special < special_count
-                                       else length)
-                        if start < stretch_end:
-                            problem = state.encode_text(
-                                scanned, table[0], kind, data, stretch_end, ascii, outputs, start,
-                                budget, count_only,
-                            )
-                            counted += problem.counted
-                            if problem.outcome != EncodeOutcome.OK:
-                                done = True
-                                break
-                            start = problem.stopped
-                            if start < stretch_end:  # the block is full, the stretch is not done
-                                break
-                        if next_special == special_count:
-                            done = True
-                            break
-                        if count_only:
-                            counted += 1
-                        else:
-                            outputs.push_back(<uint32_t>(first_special + next_special))
-                        start = special_ends[next_special]
-                        next_special += 1
-                        if outputs.size() >= _BLOCK:
-                            break
+                if release:
+                    with nogil:
+                        done = _encode_block(
+                            state, scanned, table, kind, data, length, ascii, count_only, budget,
+                            special_starts, special_ends, first_special, start, next_special,
+                            counted, outputs, problem,
+                        )
+                else:
+                    done = _encode_block(
+                        state, scanned, table, kind, data, length, ascii, count_only, budget,
+                        special_starts, special_ends, first_special, start, next_special,
+                        counted, outputs, problem,
+                    )
                 if mode == _LIST:
                     _extend_ids(out, self.vocabulary.ids, special_ids, outputs)
                 elif mode == _ARRAY:
@@ -979,3 +1103,122 @@ cdef bytes _id_bytes(
         else:
             values[index] = specials[output - vocabulary_size]
     return packed
+
+
+# --------------------------------------------------------------------------- decoding
+
+cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
+    cdef cppclass TokenBytes:
+        void add(uint32_t id, const uint8_t* bytes, size_t n) except +
+        void finish() except +
+        size_t measure(const uint32_t* ids, size_t count, size_t& unknown)
+        void write(const uint32_t* ids, size_t count, uint8_t* out, const uint8_t* end)
+
+cdef extern from "Python.h":
+    bint PyObject_CheckBuffer(object item)
+
+# Decoding this many ids or more runs without the GIL (fewer take less time
+# than handing the GIL over and back).
+cdef size_t _DECODE_WITHOUT_GIL = 1 << 14
+
+
+cdef int _append_id(vector[uint32_t]& values, object item) except -1:
+    """Append ``item`` (an int, or anything with ``__index__``) as a 32-bit id.
+
+    An int outside 0 .. 2**32 - 1 names no token: ``KeyError(item)``.
+    """
+    cdef long long value
+    cdef int overflow = 0
+    if type(item) is not int:
+        try:
+            item = operator.index(item)
+        except TypeError:
+            raise TypeError(f"token ids must be ints, got {item!r}") from None
+    value = PyLong_AsLongLongAndOverflow(item, &overflow)
+    if overflow != 0 or not 0 <= value <= UINT32_MAX:
+        raise KeyError(item)
+    values.push_back(<uint32_t>value)
+    return 0
+
+
+cdef int _read_ids(object ids, vector[uint32_t]& values) except -1:
+    """Copy the token ids ``ids`` (any iterable of ints, or an integer array) into ``values``."""
+    cdef Py_ssize_t index
+    cdef const uint32_t[::1] packed
+    if type(ids) is list:
+        values.reserve(PyList_GET_SIZE(ids))
+        index = 0
+        # The size is read again each time: __index__ may run code that changes the list.
+        while index < PyList_GET_SIZE(ids):
+            _append_id(values, <object>PyList_GET_ITEM(ids, index))
+            index += 1
+        return 0
+    if PyObject_CheckBuffer(ids):
+        view = memoryview(ids)
+        if view.ndim == 1 and view.itemsize == 4 and view.format in ("I", "=I", "<I", "@I", "L"):
+            packed = view
+            if packed.shape[0] > 0:
+                values.assign(&packed[0], &packed[0] + packed.shape[0])
+            return 0
+    if type(ids) is not tuple:
+        ids = list(ids)
+    for item in ids:
+        _append_id(values, item)
+    return 0
+
+
+cdef class TokenDecoder:
+    """Token ids to bytes: ``b"".join(decoder[i] for i in ids)``, in one compiled pass.
+
+    ``decoder`` maps every id (special tokens included) to its bytes. An id
+    it lacks raises ``KeyError(id)``, a value that is not an integer
+    ``TypeError``; ids may be any iterable of ints or an integer array
+    (``array('I')``, a numpy ``uint32`` array are read without a Python int
+    per id). Long inputs are decoded without the GIL.
+
+    >>> TokenDecoder({0: b"he", 1: b"llo", 7: b"!"}).decode_bytes([0, 1, 1, 7])
+    b'hellollo!'
+    """
+
+    cdef TokenBytes table
+
+    def __cinit__(self, dict decoder not None):
+        cdef Py_ssize_t position = 0
+        cdef PyObject* key_object
+        cdef PyObject* value_object
+        cdef size_t stored = 0
+        while PyDict_Next(decoder, &position, &key_object, &value_object):
+            token = <bytes?>(<object>value_object)
+            stored += len(token)
+            if stored >= UINT32_MAX:
+                raise ValueError("a vocabulary of 4 GiB of token bytes or more is not supported")
+            self.table.add(
+                _u32_of(<object>key_object, "token id", token),
+                <const uint8_t*><char*>token,
+                len(token),
+            )
+        self.table.finish()
+
+    def decode_bytes(self, ids):
+        """The bytes of ``ids``, one token after another."""
+        cdef vector[uint32_t] values
+        _read_ids(ids, values)
+        cdef size_t count = values.size()
+        cdef size_t unknown = 0
+        cdef size_t total
+        cdef cbool release = count >= _DECODE_WITHOUT_GIL
+        if release:
+            with nogil:
+                total = self.table.measure(values.data(), count, unknown)
+        else:
+            total = self.table.measure(values.data(), count, unknown)
+        if unknown < count:
+            raise KeyError(values[unknown])
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+        cdef uint8_t* start = <uint8_t*>PyBytes_AS_STRING(out)
+        if release:
+            with nogil:
+                self.table.write(values.data(), count, start, start + total)
+        else:
+            self.table.write(values.data(), count, start, start + total)
+        return out

@@ -34,6 +34,8 @@ from functools import cache
 
 import regex
 
+from streambpe._support.table_cache import content_key, read_table, write_table
+
 #: The class bits, in order: bit ``i`` of an entry is set when the code point
 #: matches the ``i``-th pattern. Must match ``ClassBit`` in ``_pretokenize_impl.hpp``.
 CLASS_BITS: tuple[tuple[str, str], ...] = (
@@ -330,7 +332,50 @@ def build_class_table() -> ClassTable:
     )
 
 
+#: Names the layout of :func:`_table_bytes`, for the table cache.
+_STORED_LAYOUT = f"class table 1, {sys.byteorder}-endian"
+
+
+def _table_bytes(table: ClassTable) -> bytes:
+    """``table`` as bytes for the table cache; :func:`_table_from_bytes` reads them back."""
+    versions = f"{table.regex_version}\n{table.unicode_version}".encode()
+    return b"".join(
+        (
+            len(versions).to_bytes(4, "little"),
+            versions,
+            table.block_of.tobytes(),
+            table.blocks.tobytes(),
+        )
+    )
+
+
+def _table_from_bytes(data: bytes | memoryview) -> ClassTable | None:
+    """The table :func:`_table_bytes` stored, or None if ``data`` does not hold one whole."""
+    view = memoryview(data)
+    size = int.from_bytes(view[:4], "little")
+    regex_version, _, unicode_version = bytes(view[4 : 4 + size]).decode().partition("\n")
+    block_of = array("H")
+    block_of.frombytes(view[4 + size : 4 + size + 2 * (CODE_POINTS // BLOCK_SIZE)])
+    blocks = array("H")
+    blocks.frombytes(view[4 + size + 2 * len(block_of) :])
+    complete = len(block_of) == CODE_POINTS // BLOCK_SIZE and len(blocks) % BLOCK_SIZE == 0
+    if not complete or max(block_of) >= len(blocks) // BLOCK_SIZE:
+        return None
+    return ClassTable(block_of, blocks, regex_version, unicode_version)
+
+
 @cache
 def class_table() -> ClassTable:
-    """The class table of this process's ``regex`` module, built on first call."""
-    return build_class_table()
+    """The class table of this process's ``regex`` module, built on first call.
+
+    Asking ``regex`` about every code point takes a fifth of a second, so
+    the table is kept in the table cache (:mod:`streambpe._support.table_cache`),
+    under a key naming the ``regex`` version and the classes.
+    """
+    key = content_key("classes", regex.__version__, repr(CLASS_BITS))
+    stored = read_table(key, _STORED_LAYOUT)
+    table = _table_from_bytes(stored) if stored is not None else None
+    if table is None or table.regex_version != regex.__version__:
+        table = build_class_table()
+        write_table(key, _STORED_LAYOUT, _table_bytes(table))
+    return table
