@@ -25,6 +25,7 @@ from tiktoken_cache import CS336, R50K_URL, cache_name, seed_cache
 
 from streambpe._support import atomic
 from streambpe.errors import FormatError, HashMismatchError, StreamBPEError, VocabularyFileError
+from streambpe.tiktoken import load as load_module
 from streambpe.tiktoken import registry, vocabulary_files
 from streambpe.tiktoken.load import (
     data_gym_to_mergeable_bpe_ranks,
@@ -281,6 +282,25 @@ def test_load_tiktoken_bpe_equals_tiktokens(name: str, cache: Path) -> None:
     """Guards the parser on real files (read from a path, as tiktoken allows)."""
     path = str(tiktoken_file(f"{name}.tiktoken"))
     assert load_tiktoken_bpe(path) == tiktoken.load.load_tiktoken_bpe(path)
+
+
+def test_large_rank_files_are_parsed_once_then_read_from_the_table_cache(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guards the cold-start cache: the same bytes are not parsed twice; other bytes are."""
+    monkeypatch.setenv("STREAMBPE_TABLE_CACHE", str(tmp_path / "tables"))
+    path = str(tiktoken_file("cl100k_base.tiktoken"))
+    first = load_tiktoken_bpe(path)
+
+    def refuse(contents: bytes, source: str = "") -> dict[bytes, int]:
+        raise AssertionError(f"{source} parsed again although its ranks are cached")
+
+    monkeypatch.setattr(load_module, "parse_tiktoken_bpe", refuse)
+    assert load_tiktoken_bpe(path) == first == tiktoken.load.load_tiktoken_bpe(path)
+    changed = tmp_path / "changed.tiktoken"
+    changed.write_bytes(Path(path).read_bytes().replace(b" 100255\n", b" 100256\n"))
+    with pytest.raises(AssertionError, match="parsed again"):
+        load_tiktoken_bpe(str(changed))
 
 
 def test_malformed_line_names_the_file_and_line(tmp_path: Path, cache: Path) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import marshal
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from streambpe._support.table_cache import content_key, read_table, write_table
@@ -41,15 +42,58 @@ def read_tiktoken_cached(path: str | os.PathLike[str]) -> dict[bytes, int]:
     data = source.read_bytes()
     if len(data) < MIN_CACHED_BYTES:
         return read_tiktoken(source)
-    key = content_key("tiktoken-ranks", data)
-    stored = read_table(key, _STORED_FORM)
+    stored = stored_ranks(data, parser="read_tiktoken")
     if stored is not None:
-        ranks = marshal.loads(stored)
-        if isinstance(ranks, dict):
-            return ranks
+        return stored
     ranks = read_tiktoken(source)
-    # The file may have changed since it was hashed: store the ranks only
-    # under the key of the bytes they were parsed from.
-    if content_key("tiktoken-ranks", source.read_bytes()) == key:
-        write_table(key, _STORED_FORM, marshal.dumps(ranks))
+    # The file may have changed since it was hashed: keep the ranks only if
+    # they were parsed from the bytes the key names.
+    if source.read_bytes() == data:
+        store_ranks(data, ranks, parser="read_tiktoken")
     return ranks
+
+
+def ranks_cached(
+    data: bytes, parse: Callable[[bytes], dict[bytes, int]], *, parser: str
+) -> dict[bytes, int]:
+    """``parse(data)`` for rank-file contents ``data``, from the table cache when seen before.
+
+    ``parser`` names the parser, since readers differ in what they accept;
+    each keeps its own entries. Contents under :data:`MIN_CACHED_BYTES` are
+    parsed every time.
+
+    >>> import os, tempfile
+    >>> os.environ["STREAMBPE_TABLE_CACHE"] = tempfile.mkdtemp()
+    >>> contents = b"x" * MIN_CACHED_BYTES
+    >>> ranks_cached(contents, lambda data: {data[:1]: 0}, parser="doc")
+    {b'x': 0}
+    >>> ranks_cached(contents, lambda data: {}, parser="doc")  # read back, not parsed
+    {b'x': 0}
+    >>> del os.environ["STREAMBPE_TABLE_CACHE"]
+    """
+    if len(data) < MIN_CACHED_BYTES:
+        return parse(data)
+    stored = stored_ranks(data, parser=parser)
+    if stored is not None:
+        return stored
+    ranks = parse(data)
+    store_ranks(data, ranks, parser=parser)
+    return ranks
+
+
+def stored_ranks(data: bytes, *, parser: str) -> dict[bytes, int] | None:
+    """The ranks ``parser`` made of ``data`` earlier, or None when the cache has none."""
+    stored = read_table(_key(data, parser), _STORED_FORM)
+    if stored is None:
+        return None
+    ranks = marshal.loads(stored)
+    return ranks if isinstance(ranks, dict) else None
+
+
+def store_ranks(data: bytes, ranks: dict[bytes, int], *, parser: str) -> None:
+    """Keep the ranks ``parser`` made of ``data`` for later processes."""
+    write_table(_key(data, parser), _STORED_FORM, marshal.dumps(ranks))
+
+
+def _key(data: bytes, parser: str) -> str:
+    return content_key(f"tiktoken-ranks {parser}", data)
