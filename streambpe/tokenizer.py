@@ -25,7 +25,7 @@ from streambpe._support.progress import ProgressReporter
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.core.bpe import ranks_from_merges
 from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
-from streambpe.formats import TokenizerFiles, load_tokenizer, save_tokenizer
+from streambpe.formats import TokenizerFiles, check_byte_level, load_tokenizer, save_tokenizer
 from streambpe.formats.gpt2 import read_gpt2
 from streambpe.formats.tiktoken_file import merges_from_ranks, read_tiktoken
 from streambpe.patterns import GPT2
@@ -82,6 +82,7 @@ class Tokenizer(Encoder):
     ) -> Tokenizer:
         """Load GPT-2 style ``vocab.json`` and ``merges.txt`` (``#version`` header optional)."""
         vocab, merges = read_gpt2(vocab_path, merges_path)
+        check_byte_level(vocab.values(), vocab_path)
         return cls(vocab, merges, special_tokens, pattern=pattern)
 
     @classmethod
@@ -103,8 +104,10 @@ class Tokenizer(Encoder):
         >>> tok.encode("hi<|endoftext|>")
         [256, 257]
         """
+        ranks = read_tiktoken(path)
+        check_byte_level(ranks, path)
         return cls.from_ranks(
-            read_tiktoken(path),
+            ranks,
             pattern=pattern,
             special_tokens=special_tokens,
             cache_size=cache_size,
@@ -134,6 +137,11 @@ class Tokenizer(Encoder):
     ) -> Tokenizer:
         """Load a directory written by :meth:`save` or ``streambpe train`` (any format)."""
         files = load_tokenizer(directory)
+        special_ids = set(files.special_tokens.values())
+        check_byte_level(
+            (token for token_id, token in files.vocab.items() if token_id not in special_ids),
+            directory,
+        )
         return cls(
             files.vocab,
             files.merges,
