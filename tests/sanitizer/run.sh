@@ -15,6 +15,8 @@
 # so `import streambpe` finds the sanitized build.
 set -euo pipefail
 
+main() {
+
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
 # The tests that drive compiled code: scanners, BPE, caches, the merge loop,
@@ -115,3 +117,7 @@ if compgen -G "$reports/*" >/dev/null; then
     status=1
 fi
 exit $status
+}
+
+# Parsed whole before it runs, so editing this file during a long run is safe.
+main "$@"
