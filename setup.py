@@ -78,6 +78,7 @@ def _extensions() -> list[Extension]:
             "streambpe/core/_encode_impl.hpp",
             "streambpe/core/_pretokenize_impl.hpp",
             "streambpe/core/_tally_impl.hpp",
+            "streambpe/core/_pattern_impl.hpp",
         ],
         language="c++",
         extra_compile_args=["-O3", "-std=c++17", *sanitize],

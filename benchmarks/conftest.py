@@ -213,6 +213,7 @@ _ENCODINGS: dict[str, tuple[str, str, dict[str, int]]] = {
             "<|endofprompt|>": 100276,
         },
     ),
+    "o200k": ("o200k_base.tiktoken", "o200k", {SPECIAL: 199999, "<|endofprompt|>": 200018}),
 }
 
 

@@ -36,10 +36,14 @@ def word_counts(streambpe_api: Callable[..., Any], train_small_corpus: Path) -> 
     """The corpus's word counts, counted once (untimed)."""
     streambpe_api("core", "available_backends")
     from streambpe.patterns import GPT2
+    from streambpe.sources.inputs import resolve_inputs
+    from streambpe.train.count_tasks import CountSettings
     from streambpe.train.counting import count_words_in_inputs
+    from streambpe.train.options import TrainOptions
 
+    settings = CountSettings(GPT2, (SPECIAL,))
     return count_words_in_inputs(
-        train_small_corpus, pattern=GPT2, special_tokens=[SPECIAL], workers=2
+        resolve_inputs(train_small_corpus), TrainOptions(settings, workers=2)
     )
 
 

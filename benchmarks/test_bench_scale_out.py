@@ -65,10 +65,14 @@ def dask_executor(backend: str) -> Iterator[Any]:
 def _count(corpus: Path, backend: str, **options: Any) -> dict[str, int]:
     from streambpe import core
     from streambpe.patterns import GPT2
+    from streambpe.sources.inputs import resolve_inputs
+    from streambpe.train.count_tasks import CountSettings
     from streambpe.train.counting import count_words_in_inputs
+    from streambpe.train.options import TrainOptions
 
     with core.using_backend(backend):
-        return count_words_in_inputs(corpus, pattern=GPT2, special_tokens=[SPECIAL], **options)
+        settings = CountSettings(GPT2, (SPECIAL,))
+        return count_words_in_inputs(resolve_inputs(corpus), TrainOptions(settings, **options))
 
 
 def _check_same(

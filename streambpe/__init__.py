@@ -28,6 +28,7 @@ from streambpe.errors import (
     VocabSizeWarning,
     WorkerError,
 )
+from streambpe.streaming.aio import flatten
 from streambpe.streaming.file_encoding import EncodeStats
 from streambpe.streaming.sharded import EncodeFilesStats
 from streambpe.tokenizer import Tokenizer
@@ -58,6 +59,7 @@ __all__ = [
     "__version__",
     "atrain_bpe",
     "backend",
+    "flatten",
     "patterns",
     "train_bpe",
     "train_bpe_from_iterator",

@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TextIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, TextIO, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -34,19 +34,23 @@ from streambpe._support.progress import (
     SilentProgress,
 )
 from streambpe._support.utf8 import decode_utf8_stream
+from streambpe.core.split_steps import steps_to_data
 from streambpe.errors import FormatError, StreamBPEError
 from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
 from streambpe.streaming.sharded import DEFAULT_SHARD_BYTES
 from streambpe.tokenizer import Tokenizer
-from streambpe.train.count_cache import CACHE_KEYS
 from streambpe.train.count_tasks import INPUT_FORMATS
+from streambpe.train.options import CACHE_KEYS
 from streambpe.train.trainer import train_bpe
 
 _READ_BLOCK = 1 << 20
 MIB = 1 << 20
 
 ItemT = TypeVar("ItemT")
+
+#: What ``add_subparsers`` returns: each ``_add_*_command`` adds one subcommand to it.
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _reporter(args: argparse.Namespace) -> ProgressReporter:
@@ -89,13 +93,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="streambpe", description="Train and apply byte-level BPE tokenizers on large files."
-    )
-    parser.add_argument("--version", action="version", version=f"streambpe {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-
+def _add_train_command(commands: _Commands) -> None:
+    """``streambpe train``: learn a vocabulary and write it in a tokenizer format."""
     train = commands.add_parser("train", help="train a tokenizer on text files")
     train.add_argument(
         "input",
@@ -135,6 +134,9 @@ def _build_parser() -> argparse.ArgumentParser:
     train.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     _add_common(train)
 
+
+def _add_encode_command(commands: _Commands) -> None:
+    """``streambpe encode``: one text file or stdin to raw ids or ids as text."""
     encode = commands.add_parser("encode", help="encode text into token ids")
     encode.add_argument("input", help="text file, or - for stdin")
     encode.add_argument("--tokenizer", type=Path, required=True, help="tokenizer directory")
@@ -158,6 +160,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_common(encode)
 
+
+def _add_encode_files_command(commands: _Commands) -> None:
+    """``streambpe encode-files``: many files to resumable ``.bin`` shards and an index."""
     shards = commands.add_parser(
         "encode-files",
         help="encode many files into .bin shards and an index.json (resumable)",
@@ -190,6 +195,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_common(shards)
 
+
+def _add_decode_command(commands: _Commands) -> None:
+    """``streambpe decode``: ids (a ``.bin`` or text on stdin) back to text."""
     decode = commands.add_parser("decode", help="decode token ids back into text")
     decode.add_argument(
         "input", help="a .bin of raw ids, or - to read whitespace-separated ids from stdin"
@@ -200,10 +208,26 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     decode.add_argument("-o", "--output", type=Path, help="write the text here (else stdout)")
 
+
+def _add_info_command(commands: _Commands) -> None:
+    """``streambpe info``: the version, the backend, and a tokenizer's description."""
     info = commands.add_parser(
         "info", help="show the version and backend, and describe a tokenizer directory if given"
     )
     info.add_argument("tokenizer", type=Path, nargs="?", help="a tokenizer directory")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streambpe", description="Train and apply byte-level BPE tokenizers on large files."
+    )
+    parser.add_argument("--version", action="version", version=f"streambpe {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_train_command(commands)
+    _add_encode_command(commands)
+    _add_encode_files_command(commands)
+    _add_decode_command(commands)
+    _add_info_command(commands)
     return parser
 
 
@@ -514,9 +538,16 @@ def _run_info(args: argparse.Namespace) -> int:
         described |= {
             "n_vocab": tokenizer.n_vocab,
             "special_tokens": tokenizer.special_tokens,
-            "pattern": tokenizer.pattern,
+            "pattern": (
+                tokenizer.pattern
+                if isinstance(tokenizer.pattern, str)
+                else steps_to_data(tokenizer.pattern)
+            ),
+            "pretokenizer_engine": tokenizer.pretokenizer_engine,
             "merges": len(tokenizer.merges),
         }
+    if args.tokenizer is not None and tokenizer.pretokenizer_fallback is not None:
+        described["pretokenizer_fallback"] = tokenizer.pretokenizer_fallback
     print(json.dumps(described, ensure_ascii=False, indent=2))
     return 0
 

@@ -149,5 +149,34 @@ class MissingDependencyError(StreamBPEError, ImportError):
         return (type(self), (self.what, self.package, self.extra))
 
 
+class VocabularyFileError(StreamBPEError, OSError):
+    """A vocabulary file could not be downloaded (and no cached copy exists) or cached.
+
+    The message names the file, the URL and where a copy would be found
+    (the cache folder and the environment variable that moves it).
+    """
+
+
+class HashMismatchError(StreamBPEError, ValueError):
+    """A vocabulary file's SHA-256 is not the one published for it; nothing was cached.
+
+    >>> str(HashMismatchError("https://x/a.tiktoken", "00", "ff"))[:60]
+    'Hash mismatch for data downloaded from https://x/a.tiktoken '
+    """
+
+    def __init__(self, source: str, expected: str, actual: str) -> None:
+        self.source = source
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"Hash mismatch for data downloaded from {source} (expected {expected}, got "
+            f"{actual}). This may indicate a corrupted or interrupted download; nothing was "
+            "cached. Please try again."
+        )
+
+    def __reduce__(self) -> tuple[type[HashMismatchError], tuple[str, str, str]]:
+        return (type(self), (self.source, self.expected, self.actual))
+
+
 class VocabSizeWarning(UserWarning):
     """The corpus ran out of pairs before ``vocab_size`` was reached."""

@@ -46,6 +46,26 @@ CL100K_SPECIALS: dict[str, int] = {
 Match = tuple[int, int, str]
 
 
+# --------------------------------------------------------------------------- isolation
+
+
+@pytest.fixture(scope="session")
+def _table_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("table-cache")
+
+
+@pytest.fixture(autouse=True)
+def _private_table_cache(_table_cache_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keeps the compiled tables the tests build out of the user's cache folder.
+
+    Every tokenizer the suite builds would otherwise leave its vocabulary
+    tables under ``~/.cache/streambpe/tables``. Set for each test, so a test
+    (or doctest) that changes the variable cannot leak its change; worker
+    processes inherit it.
+    """
+    monkeypatch.setenv("STREAMBPE_TABLE_CACHE", str(_table_cache_folder))
+
+
 # --------------------------------------------------------------------------- oracles
 
 

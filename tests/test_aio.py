@@ -44,8 +44,8 @@ from streaming_helpers import (
 import streambpe
 import streambpe.streaming.aio
 import streambpe.streaming.parallel
+from streambpe import flatten
 from streambpe.cutting.splitter import DEFAULT_MIN_RELEASE, StreamSplitter
-from streambpe.streaming.aio import flatten
 from streambpe.tokenizer import Tokenizer
 
 # The exactness tests run once per backend (docs/design.md, "Backends").

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 import regex
@@ -22,7 +23,10 @@ from hypothesis import strategies as st
 from streambpe.cutting.byte_ranges import plan_byte_ranges
 from streambpe.cutting.chunks import UNMAP_EVERY, find_chunk_boundaries
 from streambpe.patterns import CL100K, GPT2, O200K, SPACE_SPLITTABLE_PATTERNS
+from streambpe.sources.inputs import resolve_inputs
+from streambpe.train.count_tasks import CountSettings
 from streambpe.train.counting import count_words_in_inputs, count_words_in_text
+from streambpe.train.options import TrainOptions
 
 # The exactness tests run once per backend (docs/design.md, "Backends").
 pytestmark = pytest.mark.usefixtures("backend")
@@ -31,6 +35,16 @@ PiecesOracle = Callable[[str, str, Sequence[str]], list[str]]
 
 BUILTIN_PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
 EOT = "<|endoftext|>"
+
+
+def _count_file(
+    path: str | Path, pattern: str, specials: Sequence[str], *, chunk_size: int, **run: Any
+) -> dict[str, int]:
+    """Word counts of a file through the counting step, options built as train_bpe builds them."""
+    count_settings = CountSettings(pattern, tuple(specials), chunk_size=chunk_size)
+    return count_words_in_inputs(resolve_inputs(path), TrainOptions(count_settings, **run))
+
+
 WHITESPACE = regex.compile(r"\s")
 SPECIAL_SETS: list[list[str]] = [
     [],
@@ -151,9 +165,7 @@ def test_counting_a_file_in_chunks_equals_counting_the_text(
     with tempfile.TemporaryDirectory() as directory:
         path = _write(directory, text)
         for chunk_size in (1, 7, 64, 4096):
-            got = count_words_in_inputs(
-                path, pattern=pattern, special_tokens=specials, workers=1, chunk_size=chunk_size
-            )
+            got = _count_file(path, pattern, specials, workers=1, chunk_size=chunk_size)
             assert got == expected, chunk_size
 
 
@@ -174,13 +186,7 @@ def test_counting_with_two_workers_equals_counting_the_text(
     expected = dict(Counter(pieces_oracle(text, pattern, specials)))
     for chunk_size in (64, 4096):
         for workers in (1, 2):
-            got = count_words_in_inputs(
-                path,
-                pattern=pattern,
-                special_tokens=specials,
-                workers=workers,
-                chunk_size=chunk_size,
-            )
+            got = _count_file(path, pattern, specials, workers=workers, chunk_size=chunk_size)
             assert got == expected, (chunk_size, workers)
 
 
@@ -193,9 +199,7 @@ def test_counting_with_two_workers_on_random_text(
     specials = [EOT, EOT + EOT]
     with tempfile.TemporaryDirectory() as directory:
         path = _write(directory, text)
-        got = count_words_in_inputs(
-            path, pattern=GPT2, special_tokens=specials, workers=2, chunk_size=chunk_size
-        )
+        got = _count_file(path, GPT2, specials, workers=2, chunk_size=chunk_size)
     assert got == dict(Counter(pieces_oracle(text, GPT2, specials)))
 
 
@@ -204,9 +208,7 @@ def test_counting_on_any_executor(tmp_path: Path, pieces_oracle: PiecesOracle) -
     text = _seeded_corpus(seed=7, fragments=3000)
     path = _write(str(tmp_path), text)
     with ThreadPoolExecutor(2) as executor:
-        got = count_words_in_inputs(
-            path, pattern=CL100K, special_tokens=[EOT], executor=executor, chunk_size=97
-        )
+        got = _count_file(path, CL100K, [EOT], executor=executor, chunk_size=97)
     assert got == dict(Counter(pieces_oracle(text, CL100K, [EOT])))
 
 
@@ -253,5 +255,5 @@ def test_custom_pattern_is_cut_only_at_specials(tmp_path: Path) -> None:
         path, chunk_size=64, special_tokens=[EOT], space_cuts=pattern in SPACE_SPLITTABLE_PATTERNS
     )
     assert [r.start for r in ranges] == [0, 2800, 5613, 8426]
-    got = count_words_in_inputs(path, pattern=pattern, special_tokens=[EOT], chunk_size=1)
+    got = _count_file(path, pattern, [EOT], chunk_size=1)
     assert got == {"one ": 600, "two ": 600, "three ": 600}

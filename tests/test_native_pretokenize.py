@@ -218,9 +218,9 @@ def test_versions_are_recorded() -> None:
 # --------------------------------------------------------------------------- the bridge
 
 
-def test_names_resolve_and_custom_patterns_are_refused() -> None:
+def test_names_resolve_and_patterns_outside_the_subset_are_refused() -> None:
     assert native.NativePretokenizer("cl100k_base").pattern == CL100K
-    with pytest.raises(ValueError, match="built-in patterns"):
+    with pytest.raises(ValueError, match="outside the subset"):
         native.NativePretokenizer(r"\w+")
 
 

@@ -13,9 +13,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol, TextIO
+from functools import partial, update_wrapper
+from typing import Any, ParamSpec, Protocol, TextIO, TypeVar
+
+ParamsT = ParamSpec("ParamsT")
+ResultT = TypeVar("ResultT")
 
 #: Adds to the current stage's done count.
 Advance = Callable[[int], None]
@@ -136,3 +140,37 @@ def as_reporter(progress: bool | ProgressReporter) -> ProgressReporter:
     if progress is False:
         return SilentProgress()
     return progress
+
+
+def awaitable_in_thread(
+    function: Callable[ParamsT, ResultT], *, name: str, doc: str
+) -> Callable[ParamsT, Coroutine[Any, Any, ResultT]]:
+    """The async twin of a blocking ``function``: the same arguments, run in a worker thread.
+
+    ``function`` must take a ``progress`` keyword (``bool`` or a reporter).
+    The twin wraps it in :class:`CancellableProgress`, so cancelling the
+    awaiting task raises inside the thread at the next progress step, which
+    unwinds pools and removes temporary outputs. One definition serves every
+    async entry point (``atrain_bpe``, ``aencode_file``), so their arguments
+    are never written twice.
+
+    >>> import anyio
+    >>> def add(a: int, b: int, *, progress: bool = False) -> int:
+    ...     return a + b
+    >>> aadd = awaitable_in_thread(add, name="aadd", doc="Async add.")
+    >>> anyio.run(aadd, 1, 2), aadd.__name__
+    (3, 'aadd')
+    """
+
+    async def run(*args: ParamsT.args, **kwargs: ParamsT.kwargs) -> ResultT:
+        import anyio.to_thread  # imported lazily: only async callers need it
+
+        options: dict[str, Any] = dict(kwargs)
+        options["progress"] = CancellableProgress(as_reporter(options.get("progress", False)))
+        call: Callable[[], ResultT] = partial(function, *args, **options)
+        return await anyio.to_thread.run_sync(call)
+
+    update_wrapper(run, function)
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = doc
+    return run

@@ -25,6 +25,9 @@ DecodeErrors = Literal["strict", "replace"]
 
 _READ_BLOCK = 1 << 20
 
+#: Bytes that never occur in UTF-8 (C0, C1, F5-FF), so text never needs a token for them.
+NEVER_IN_UTF8 = frozenset([0xC0, 0xC1, *range(0xF5, 0x100)])
+
 
 def check_errors_policy(errors: str) -> DecodeErrors:
     """Return ``errors`` if it is a known policy; raise a clear error otherwise.

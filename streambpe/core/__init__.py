@@ -2,13 +2,15 @@
 
 Each kernel has two implementations with identical results: the pure-Python
 reference (:mod:`~streambpe.core.pretokenize`, :mod:`~streambpe.core.merge_loop`,
-:mod:`~streambpe.core.piece_encoder`), readable and always available, and a
+:mod:`~streambpe.core.piece_encoder`, :mod:`~streambpe.core.token_decoder`), readable and always available, and a
 compiled one (``streambpe.core._native``),
 built by ``pip install`` when a C++ compiler is present. The compiled
-pretokenizer knows the three built-in patterns; a custom pattern always goes
-through the ``regex``-based one. This module is the
-only place that chooses between them; every caller goes through
-:func:`active_backend`.
+pretokenizer runs the three built-in patterns on scanners of their own, and
+any other pattern or chain of split steps that
+:mod:`~streambpe.core.pattern_compiler` accepts on the compiled matcher; only
+what it refuses goes through ``regex`` (:func:`pretokenizer_engine` says
+which, and why). This module is the only place that chooses between them;
+every caller goes through :func:`active_backend`.
 
 The compiled backend is used when it imports, unless the environment variable
 ``STREAMBPE_PURE_PYTHON=1`` is set at import time. Tests and benchmarks switch
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,6 +37,8 @@ from streambpe.core.piece_encoder import PieceEncoder
 from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
 from streambpe.core.piece_encoder import SpecialSpan as SpecialSpan
 from streambpe.core.pretokenize import Pretokenizer
+from streambpe.core.split_steps import Pretokenization, StepsPretokenizer
+from streambpe.core.token_decoder import TokenDecoder
 from streambpe.patterns import BUILT_IN_PATTERNS
 
 #: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
@@ -55,7 +59,7 @@ class PieceEncoding(Protocol):
     def encode_text(
         self,
         text: str,
-        pattern: str,
+        pattern: Pretokenization,
         pretokenizer: Pretokenizing,
         out: list[int],
         specials: list[SpecialSpan] | None = None,
@@ -63,7 +67,7 @@ class PieceEncoding(Protocol):
     def encode_text_array(
         self,
         text: str,
-        pattern: str,
+        pattern: Pretokenization,
         pretokenizer: Pretokenizing,
         out: array[int],
         specials: list[SpecialSpan] | None = None,
@@ -71,7 +75,7 @@ class PieceEncoding(Protocol):
     def count_text(
         self,
         text: str,
-        pattern: str,
+        pattern: Pretokenization,
         pretokenizer: Pretokenizing,
         specials: list[SpecialSpan] | None = None,
     ) -> int: ...
@@ -86,8 +90,18 @@ class PieceEncoding(Protocol):
 PieceEncodingFactory = Callable[[dict[bytes, int], dict[bytes, int], int], PieceEncoding]
 
 
-#: Builds a pretokenizer for a pattern string.
-PretokenizerFactory = Callable[[str], Pretokenizing]
+#: Builds a pretokenizer for a pattern string or a chain of split steps.
+PretokenizerFactory = Callable[[Pretokenization], Pretokenizing]
+
+
+class TokenDecoding(Protocol):
+    """What a decoding kernel offers; see :class:`~streambpe.core.token_decoder.TokenDecoder`."""
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes: ...
+
+
+#: Builds a decoding kernel from id -> token bytes.
+TokenDecodingFactory = Callable[[dict[int, bytes]], TokenDecoding]
 
 
 @dataclass(frozen=True)
@@ -98,9 +112,17 @@ class Backend:
     pretokenizer: PretokenizerFactory
     learn_merges: LearnMerges
     piece_encoder: PieceEncodingFactory
+    token_decoder: TokenDecodingFactory
 
 
-PYTHON = Backend("python", Pretokenizer, merge_loop.learn_merges, PieceEncoder)
+def python_pretokenizer(pattern: Pretokenization) -> Pretokenizing:
+    """The ``regex``-based pretokenizer of a pattern string, or the reference of a chain."""
+    if isinstance(pattern, str):
+        return Pretokenizer(pattern)
+    return StepsPretokenizer(pattern)
+
+
+PYTHON = Backend("python", python_pretokenizer, merge_loop.learn_merges, PieceEncoder, TokenDecoder)
 
 
 def _load_native() -> Backend | None:
@@ -109,13 +131,19 @@ def _load_native() -> Backend | None:
     except ImportError:
         return None
 
-    def pretokenizer(pattern: str) -> Pretokenizing:
-        if pattern in BUILT_IN_PATTERNS:
-            scanner: Pretokenizing = _native.NativePretokenizer(pattern)
-            return scanner
-        return Pretokenizer(pattern)
+    def pretokenizer(pattern: Pretokenization) -> Pretokenizing:
+        # Imported here: a tokenizer with a built-in pattern never needs the compiler.
+        from streambpe.core.pattern_compiler import UnsupportedPatternError
 
-    return Backend("native", pretokenizer, _native.learn_merges, _native.BytePairEncoder)
+        try:
+            scanner: Pretokenizing = _native.NativePretokenizer(pattern)
+        except UnsupportedPatternError:
+            return python_pretokenizer(pattern)
+        return scanner
+
+    return Backend(
+        "native", pretokenizer, _native.learn_merges, _native.BytePairEncoder, _native.TokenDecoder
+    )
 
 
 NATIVE: Backend | None = _load_native()
@@ -135,6 +163,26 @@ _active = _initial_backend()
 def active_backend() -> Backend:
     """The backend every kernel call uses now."""
     return _active
+
+
+def pretokenizer_engine(pattern: Pretokenization) -> tuple[str, str | None]:
+    """Which engine the active backend cuts ``pattern`` with, and why it is not native if not.
+
+    ``("native", None)``, or ``("regex", reason)``: the pure backend is active,
+    or the pattern is outside what the compiled matcher runs.
+
+    >>> with using_backend("python"):
+    ...     pretokenizer_engine(r"\\p{L}+")
+    ('regex', 'the pure-Python backend is active')
+    """
+    if _active.name != "native":
+        return "regex", "the pure-Python backend is active"
+    if isinstance(pattern, str) and pattern in BUILT_IN_PATTERNS:
+        return "native", None
+    from streambpe.core.pattern_compiler import native_support
+
+    reason = native_support(pattern)
+    return ("native", None) if reason is None else ("regex", reason)
 
 
 def available_backends() -> list[str]:

@@ -71,6 +71,18 @@ public:
         }
     }
 
+    void save(ImageWriter& image) const {
+        image.sequence(slots_);
+        image.sequence(tails_);
+    }
+    bool load(ImageReader& image) {
+        if (!image.sequence(slots_) || !image.sequence(tails_)) return false;
+        const size_t capacity = slots_.size();
+        if (capacity < 16 || (capacity & (capacity - 1)) != 0) return image.fail();
+        mask_ = capacity - 1;
+        return true;
+    }
+
     // Starts loading the slot where a lookup of ``hash`` begins.
     PREFETCHER void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
@@ -133,6 +145,15 @@ public:
     bool may_contain(uint64_t key) const {
         const uint64_t bit = position(key);
         return (words_[bit / 64] >> (bit % 64)) & 1;
+    }
+
+    void save(ImageWriter& image) const { image.sequence(words_); }
+    bool load(ImageReader& image) {
+        if (!image.sequence(words_)) return false;
+        const size_t bits = words_.size() * 64;
+        if (bits < (1 << 12) || bits > MAX_BITS || (bits & (bits - 1)) != 0) return image.fail();
+        shift_ = 64 - __builtin_ctzll(bits);
+        return true;
     }
 
 private:
@@ -247,6 +268,38 @@ public:
         building_.clear();
 
         add_merges(units);
+    }
+
+    // The finished tables as bytes (see ImageWriter); ``load`` restores
+    // them in place of add_output, add_rank and finish, and returns false
+    // (leaving this merger unusable) if the image is not one ``save`` wrote.
+    std::string save() const {
+        ImageWriter image;
+        image.value(ties_);
+        image.value(packed_keys_);
+        image.sequence(unit_bytes_);
+        image.sequence(unit_offset_);
+        image.sequence(unit_output_);
+        image.sequence(unit_order_);
+        image.sequence(byte_merges_);
+        tokens_.save(image);
+        merges_.save(image);
+        merge_filter_.save(image);
+        token_filter_.save(image);
+        return std::move(image.bytes());
+    }
+    bool load(const uint8_t* data, size_t size) {
+        ImageReader image(data, size);
+        const bool read = image.value(ties_) && image.value(packed_keys_) &&
+                          image.sequence(unit_bytes_) && image.sequence(unit_offset_) &&
+                          image.sequence(unit_output_) && image.sequence(unit_order_) &&
+                          image.sequence(byte_merges_) && tokens_.load(image) &&
+                          merges_.load(image) && merge_filter_.load(image) &&
+                          token_filter_.load(image) && image.done();
+        const size_t units = unit_output_.size();
+        return read && units >= 256 && unit_offset_.size() == units + 1 &&
+               unit_order_.size() == units && byte_merges_.size() == (size_t(1) << 16) &&
+               unit_offset_[units] == unit_bytes_.size();
     }
 
     const TokenInfo* lookup(const uint8_t* token, size_t n, uint64_t hash) const {
@@ -843,6 +896,69 @@ private:
     std::vector<uint32_t> units_;   // scratch for BPE
     std::vector<Pending> batch_;    // pieces scanned, not yet encoded
     pretokenize::ByteBuffer utf8_;  // the UTF-8 of the batch's pieces (non-ASCII text)
+};
+
+// ------------------------------------------------------------ decoding
+
+// Token id -> its bytes, for every id a decoder knows (special tokens too).
+// The bytes of all tokens lie back to back in one string with slack after
+// the last, so a short token is copied with one fixed 16-byte move (its
+// neighbours' bytes come along and are overwritten by the next token)
+// instead of a memcpy call of variable length; only the last few tokens of
+// an output, where 16 bytes would overrun it, are copied exactly.
+class TokenBytes {
+public:
+    static constexpr size_t SLACK = 16;
+
+    // Call for every id, then finish().
+    void add(uint32_t id, const uint8_t* bytes, size_t n) {
+        if (id >= spans_.size()) spans_.resize(size_t(id) + 1, Span{0, UNKNOWN});
+        spans_[id] = Span{uint32_t(bytes_.size()), uint32_t(n)};
+        bytes_.append(reinterpret_cast<const char*>(bytes), n);
+    }
+    void finish() { bytes_.append(SLACK, '\0'); }
+
+    // The number of bytes ids[0..count) decode to; ``unknown`` is set to
+    // the index of the first id without bytes, else to ``count``.
+    size_t measure(const uint32_t* ids, size_t count, size_t& unknown) const {
+        size_t total = 0;
+        for (size_t i = 0; i < count; ++i) {
+            const uint32_t id = ids[i];
+            if (id >= spans_.size() || spans_[id].length == UNKNOWN) {
+                unknown = i;
+                return total;
+            }
+            total += spans_[id].length;
+        }
+        unknown = count;
+        return total;
+    }
+
+    // Writes the bytes of ids[0..count) (all known) to ``out``, which ends
+    // at ``end``, exactly measure()'s total after ``out``.
+    void write(const uint32_t* ids, size_t count, uint8_t* out, const uint8_t* end) const {
+        const char* source = bytes_.data();
+        for (size_t i = 0; i < count; ++i) {
+            const Span span = spans_[ids[i]];
+            if (span.length <= SLACK && size_t(end - out) >= SLACK) {
+                std::memcpy(out, source + span.offset, SLACK);
+            } else {
+                std::memcpy(out, source + span.offset, span.length);
+            }
+            out += span.length;
+        }
+    }
+
+    bool known(uint32_t id) const { return id < spans_.size() && spans_[id].length != UNKNOWN; }
+
+private:
+    static constexpr uint32_t UNKNOWN = UINT32_MAX;
+    struct Span {
+        uint32_t offset;
+        uint32_t length;  // UNKNOWN: no token has this id
+    };
+    std::vector<Span> spans_;
+    std::string bytes_;
 };
 
 }  // namespace streambpe

@@ -39,8 +39,13 @@ from libcpp.vector cimport vector
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport uint16_t
 from libcpp.memory cimport unique_ptr
+from libc.string cimport memcpy
 
-from streambpe.core.unicode_classes import class_table
+import operator
+from array import array
+
+from streambpe._support.table_cache import content_key, read_table, write_table
+from streambpe.core.unicode_classes import base_table, class_table
 from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
 
 
@@ -54,6 +59,7 @@ cdef extern from "Python.h":
 cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
     uint32_t NONE32
     uint64_t hash_bytes(const uint8_t* data, size_t n)
+    const char* image_tag()
 
     cdef cppclass MergeLoop:
         void add_word(const uint8_t* word, size_t n, int64_t count)
@@ -65,6 +71,7 @@ cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
+    long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
 
 
 def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
@@ -146,10 +153,34 @@ cdef uint32_t _checked_u32(object number, str what, bytes token) except? 0xFFFFF
 # --------------------------------------------------------------------------- pretokenizer
 
 cdef extern from "_pretokenize_impl.hpp" namespace "streambpe::pretokenize" nogil:
-    enum class Pattern:
+    enum class Builtin:
         GPT2
         CL100K
         O200K
+        COMPILED
+
+    cdef cppclass BaseTable:
+        BaseTable(const uint16_t* block_of, size_t block_of_length,
+                  const uint8_t* blocks, size_t blocks_length) except +
+
+    cdef cppclass Regex:
+        void add_class(uint64_t base_mask, cbool negated) except +
+        void add_range(uint32_t low, uint32_t high) except +
+        void set_code(const uint32_t* code, size_t length)
+        void add_branch(uint32_t first, uint32_t start)
+
+    cdef cppclass PatternProgram:
+        Regex& add_regex()
+        void add_step(size_t index, int behavior, cbool invert) except +
+        void finish(const BaseTable& base) except +
+        cbool is_chain()
+
+    cdef cppclass Pattern:
+        Builtin kind
+        size_t window
+
+    Pattern builtin_pattern(Builtin kind)
+    Pattern compiled_pattern(const PatternProgram* program, size_t window)
 
     cdef cppclass ClassTable:
         ClassTable(const uint16_t* block_of, size_t block_of_length,
@@ -157,7 +188,7 @@ cdef extern from "_pretokenize_impl.hpp" namespace "streambpe::pretokenize" nogi
         uint16_t operator()(uint32_t cp)
 
     void piece_ends(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
-                    size_t length, vector[size_t]& ends) except +
+                    size_t length, vector[size_t]& starts, vector[size_t]& ends) except +
     size_t count_pieces(Pattern pattern, const ClassTable& table, int unit_size,
                         const void* data, size_t length) except +
 
@@ -172,15 +203,17 @@ cdef extern from *:
     """
     #include <cstring>
 
-    // The list of pieces of `text` ending at `ends`: a new reference, or NULL
-    // with an exception set.
+    // The list of pieces of `text` ending at `ends` and starting at `starts`
+    // (empty when each starts where the one before ended): a new reference,
+    // or NULL with an exception set.
     //
     // Creating a str per piece dominates the cost, and prose repeats its
     // short pieces (" the", ",", " and") all the time, so a piece equal to a
     // recent one reuses that str object: a direct-mapped cache of recent
     // short pieces, compared by their code units in `text`. It lives for one
     // call, so it holds no object longer than the list does.
-    static PyObject* streambpe_piece_list(PyObject* text, const std::vector<size_t>& ends) {
+    static PyObject* streambpe_piece_list(PyObject* text, const std::vector<size_t>& starts,
+                                          const std::vector<size_t>& ends) {
         constexpr size_t MAX_CACHED_LENGTH = 16;
         const int kind = PyUnicode_KIND(text);
         const char* data = static_cast<const char*>(PyUnicode_DATA(text));
@@ -193,6 +226,7 @@ cdef extern from *:
         std::vector<size_t> recent_start(slots, 0);
         size_t start = 0;
         for (size_t index = 0; index < count; ++index) {
+            if (!starts.empty()) start = starts[index];
             const size_t end = ends[index];
             const size_t length = end - start;
             const char* units = data + start * kind;
@@ -229,12 +263,14 @@ cdef extern from *:
         return list;
     }
     """
-    list streambpe_piece_list(str text, const vector[size_t]& ends)
+    list streambpe_piece_list(str text, const vector[size_t]& starts, const vector[size_t]& ends)
 
 
-_PATTERNS = {GPT2: Pattern.GPT2, CL100K: Pattern.CL100K, O200K: Pattern.O200K}
+_PATTERNS = {GPT2: Builtin.GPT2, CL100K: Builtin.CL100K, O200K: Builtin.O200K}
 
 cdef unique_ptr[ClassTable] _table
+cdef unique_ptr[ClassTable] _no_classes
+cdef unique_ptr[BaseTable] _base
 
 
 cdef const ClassTable* _shared_table() except NULL:
@@ -255,6 +291,49 @@ cdef const ClassTable* _shared_table() except NULL:
     return _table.get()
 
 
+cdef const ClassTable* _empty_table() except NULL:
+    """A class table with no class: what a compiled program, which has its own, is handed."""
+    global _no_classes
+    cdef vector[uint16_t] block_of = vector[uint16_t](0x110000 // 256, 0)
+    cdef vector[uint16_t] blocks = vector[uint16_t](256, 0)
+    if not _no_classes:
+        _no_classes.reset(new ClassTable(block_of.data(), block_of.size(), blocks.data(), blocks.size()))
+    return _no_classes.get()
+
+
+cdef const BaseTable* _shared_base() except NULL:
+    """The native copy of :func:`~streambpe.core.unicode_classes.base_table` (built once)."""
+    global _base
+    cdef const uint16_t[::1] block_of
+    cdef const uint8_t[::1] blocks
+    if not _base:
+        python_table = base_table()
+        block_of = python_table.block_of
+        blocks = python_table.blocks
+        if not _base:
+            _base.reset(new BaseTable(&block_of[0], block_of.shape[0], &blocks[0], blocks.shape[0]))
+    return _base.get()
+
+
+cdef int _add_regex(PatternProgram* program, compiled) except -1:
+    """Copy one :class:`~streambpe.core.pattern_compiler.Program` into ``program``."""
+    cdef Regex* regex = &program.add_regex()
+    cdef const uint32_t[::1] code = array("I", compiled.code)
+    for klass in compiled.classes:
+        regex.add_class(klass.base_mask, klass.negated)
+        for low, high in klass.ranges:
+            regex.add_range(low, high)
+    regex.set_code(&code[0], code.shape[0])
+    for first, start in compiled.branches:
+        regex.add_branch(first, start)
+    return 0
+
+
+# Characters a chain scans per call before it may hand its ids over (see
+# PatternProgram::scan: a chain can only pause where its first step cuts).
+cdef size_t _CHAIN_WINDOW = 1 << 16
+
+
 def class_bits(str text):
     """The class bits (see ``unicode_classes.CLASS_BITS``) of each character of ``text``.
 
@@ -267,19 +346,23 @@ def class_bits(str text):
     return [table[0](<uint32_t>ord(char)) for char in text]
 
 
-cdef vector[size_t] _piece_ends(Pattern pattern, str text) except *:
-    """Where each piece of ``text`` ends (code-unit offsets), scanned without the GIL."""
+cdef int _piece_spans(
+    Pattern pattern, const ClassTable* table, str text, vector[size_t]& starts,
+    vector[size_t]& ends,
+) except -1:
+    """Where each piece of ``text`` starts and ends (code-unit offsets), scanned without the GIL.
+
+    ``starts`` stays empty when the pieces cover the text (the built-in patterns).
+    """
     PyUnicode_READY(text)
-    cdef const ClassTable* table = _shared_table()
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* data = PyUnicode_DATA(text)
     cdef size_t length = PyUnicode_GET_LENGTH(text)
-    cdef vector[size_t] ends
     # A piece is at least one character; reserve for typical prose (~4 per piece).
     ends.reserve(length // 4 + 16)
     with nogil:
-        piece_ends(pattern, table[0], kind, data, length, ends)
-    return ends
+        piece_ends(pattern, table[0], kind, data, length, starts, ends)
+    return 0
 
 
 cdef extern from "_tally_impl.hpp" namespace "streambpe" nogil:
@@ -296,30 +379,56 @@ cdef extern from "_tally_impl.hpp" namespace "streambpe" nogil:
 
 
 cdef class NativePretokenizer:
-    """Cuts text into pieces with a built-in pattern, exactly as ``regex.findall``.
+    """Cuts text into pieces exactly as ``regex.findall``, or as a chain of split steps.
 
     ``pattern`` is one of the pattern strings of :mod:`streambpe.patterns`
-    (``GPT2``, ``CL100K``, ``O200K``) or a name for one (``"cl100k_base"``).
+    (``GPT2``, ``CL100K``, ``O200K``) or a name for one (``"cl100k_base"``),
+    which run on hand-written scanners; any other pattern string, or a
+    :data:`~streambpe.core.split_steps.SplitSteps` chain, is compiled by
+    :mod:`~streambpe.core.pattern_compiler`, which raises
+    ``UnsupportedPatternError`` for what it cannot run.
+
+    >>> NativePretokenizer(r"\\p{L}+|\\p{N}{1,2}").pieces("ab 123 c")
+    ['ab', '12', '3', 'c']
     """
 
     cdef Pattern _pattern
     cdef const ClassTable* _table
-    cdef readonly str pattern
+    cdef unique_ptr[PatternProgram] _program
+    cdef readonly object pattern
 
-    def __init__(self, str pattern):
-        resolved = NAMED_PATTERNS.get(pattern.lower(), pattern)
-        if resolved not in _PATTERNS:
-            raise ValueError(
-                "the native pretokenizer only knows the built-in patterns "
-                f"(gpt2, cl100k, o200k), not {pattern!r}; use "
-                "streambpe.core.pretokenize.Pretokenizer for a custom pattern"
-            )
+    def __init__(self, pattern):
+        cdef PatternProgram* program
+        resolved = NAMED_PATTERNS.get(pattern.lower(), pattern) if isinstance(pattern, str) else pattern
         self.pattern = resolved
-        self._pattern = _PATTERNS[resolved]
-        self._table = _shared_table()
+        if isinstance(resolved, str) and resolved in _PATTERNS:
+            self._pattern = builtin_pattern(_PATTERNS[resolved])
+            self._table = _shared_table()
+            return
+        # Imported here: the built-in patterns never need the compiler.
+        from streambpe.core.pattern_compiler import compile_pretokenizer
 
-    cdef vector[size_t] _ends(self, str text) except *:
-        return _piece_ends(self._pattern, text)
+        compiled = compile_pretokenizer(resolved)
+        self._program.reset(new PatternProgram())
+        program = self._program.get()
+        for regex in compiled.programs:
+            _add_regex(program, regex)
+        for index, behavior, invert in compiled.steps:
+            program.add_step(index, behavior, invert)
+        program.finish(_shared_base()[0])
+        self._pattern = compiled_pattern(program, <size_t>-1)
+        self._table = _empty_table()
+
+    cdef Pattern _encoding_pattern(self):
+        """The pattern for the fused encoder, which hands ids over a block at a time."""
+        cdef Pattern pattern = self._pattern
+        if self._program and self._program.get().is_chain():
+            pattern.window = _CHAIN_WINDOW
+        return pattern
+
+    cdef cbool _is_chain(self):
+        return <cbool>self._program and self._program.get().is_chain()
+
 
     def pieces(self, str text):
         """All pieces of ``text``, in order: ``regex.findall(self.pattern, text)``.
@@ -327,7 +436,9 @@ cdef class NativePretokenizer:
         >>> NativePretokenizer("gpt2").pieces("Hello world's  end")
         ['Hello', ' world', "'s", ' ', ' end']
         """
-        return streambpe_piece_list(text, self._ends(text))
+        cdef vector[size_t] starts, ends
+        _piece_spans(self._pattern, self._table, text, starts, ends)
+        return streambpe_piece_list(text, starts, ends)
 
     def count_into(self, texts, counts not None):
         """Add how often each piece of the strs ``texts`` occurs to ``counts`` (``{piece: count}``).
@@ -411,6 +522,8 @@ cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
         void add_output(const uint8_t* token, size_t n, uint32_t output)
         void add_rank(const uint8_t* token, size_t n, uint32_t rank)
         void finish() except +
+        string save() except +
+        cbool load(const uint8_t* data, size_t size) except +
         uint32_t unit_output(uint32_t unit)
         const uint8_t* unit_bytes(uint32_t unit)
         size_t unit_length(uint32_t unit)
@@ -454,6 +567,8 @@ cdef enum:
 
 # Ids produced per stretch without the GIL (then handed over with it).
 cdef size_t _BLOCK = 1 << 16
+# Texts shorter than this (in characters) are encoded holding the GIL.
+cdef size_t _SHORT_TEXT = 1 << 12
 
 
 cdef extern from *:
@@ -499,6 +614,110 @@ cdef extern from *:
     ) except -1
 
 
+# Vocabularies of this many ranked tokens or more keep their built tables in
+# the table cache (streambpe._support.table_cache); smaller ones build in
+# well under a millisecond, quicker than a file is read.
+IMAGE_MIN_TOKENS = 4096
+# Which build wrote an image: another build's tables may be laid out otherwise.
+_IMAGE_TAG = (<bytes>image_tag()).decode("ascii")
+
+
+cdef inline uint32_t _u32_of(object number, str what, object token) except? 0xFFFFFFFF:
+    """``number`` as a 32-bit value, or the ValueError of :func:`_checked_u32`."""
+    cdef long long value
+    cdef int overflow = 0
+    if type(number) is int:
+        value = PyLong_AsLongLongAndOverflow(number, &overflow)
+        if overflow == 0 and 0 <= value <= UINT32_MAX:
+            return <uint32_t>value
+    return _checked_u32(number, what, token)
+
+
+cdef int _append_record(string& content, bytes token, uint32_t value) except -1:
+    """Append ``value``, the length of ``token`` and its bytes to ``content``."""
+    cdef Py_ssize_t length = len(token)
+    if length > UINT32_MAX:
+        raise ValueError("tokens of 4 GiB or more are not supported")
+    cdef uint32_t header[2]
+    header[0] = value
+    header[1] = <uint32_t>length
+    content.append(<const char*>header, sizeof(header))
+    content.append(<const char*>token, length)
+    return 0
+
+
+cdef void _add_records(PieceMerger* merger, const string& content, size_t outputs) noexcept nogil:
+    """Give ``merger`` the records of ``content``: ``outputs`` token ids, then the ranks."""
+    cdef const char* at = content.data()
+    cdef const char* end = at + content.size()
+    cdef uint32_t header[2]
+    cdef size_t index = 0
+    while at < end:
+        memcpy(header, at, sizeof(header))
+        at += sizeof(header)
+        if index < outputs:
+            merger.add_output(<const uint8_t*>at, header[1], <uint32_t>index)
+        else:
+            merger.add_rank(<const uint8_t*>at, header[1], header[0])
+        at += header[1]
+        index += 1
+
+
+cdef cbool _load_image(PieceMerger* merger, image) except *:
+    """Load the tables from ``image`` (a buffer or None); False if there is none or it is not whole."""
+    if image is None:
+        return False
+    cdef const uint8_t[::1] data = image
+    if data.shape[0] == 0:
+        return False
+    return merger.load(&data[0], data.shape[0])
+
+
+cdef cbool _encode_block(
+    TextEncoder* state, Pattern pattern, const ClassTable* table, int kind, const void* data,
+    size_t length, cbool ascii, cbool count_only, size_t budget,
+    const vector[size_t]& special_starts, const vector[size_t]& special_ends,
+    size_t first_special, size_t& start, size_t& next_special, size_t& counted,
+    vector[uint32_t]& outputs, EncodeProblem& problem,
+) except * nogil:
+    """Encode from ``start`` until about :data:`_BLOCK` outputs are in ``outputs``.
+
+    ``budget`` is what the kernel may produce before it pauses (``_BLOCK``,
+    or no limit for a scan that pauses by itself).
+
+    One step of :meth:`BytePairEncoder._run`: the stretches of ordinary text
+    between the special tokens (``special_starts``/``special_ends``), and the
+    special tokens themselves as output numbers from ``first_special``.
+    Advances ``start``, ``next_special`` and ``counted``; True once the text
+    is done or ``problem`` stopped it.
+    """
+    cdef size_t special_count = special_starts.size()
+    cdef size_t stretch_end
+    while True:
+        stretch_end = special_starts[next_special] if next_special < special_count else length
+        if start < stretch_end:
+            problem = state.encode_text(
+                pattern, table[0], kind, data, stretch_end, ascii, outputs, start, budget,
+                count_only,
+            )
+            counted += problem.counted
+            if problem.outcome != EncodeOutcome.OK:
+                return True
+            start = problem.stopped
+            if start < stretch_end:  # the block is full, the stretch is not done
+                return False
+        if next_special == special_count:
+            return True
+        if count_only:
+            counted += 1
+        else:
+            outputs.push_back(<uint32_t>(first_special + next_special))
+        start = special_ends[next_special]
+        next_special += 1
+        if outputs.size() >= _BLOCK:
+            return False
+
+
 cdef class _Vocabulary:
     """The immutable part of a :class:`BytePairEncoder`, shared by its forks.
 
@@ -512,24 +731,46 @@ cdef class _Vocabulary:
     cdef vector[uint32_t] id_values
 
     def __cinit__(self, dict encoder not None, dict ranks not None):
-        cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
-        cdef PieceMerger* merger = building.get()
         self.ids = []
-        cdef bytes token
+        # Everything the tables are built from, in one string: the input of a
+        # build, and what names its image in the table cache.
+        cdef string content
+        cdef Py_ssize_t position = 0
+        cdef PyObject* key_object
+        cdef PyObject* value_object
         cdef uint32_t number
-        for token, token_id in encoder.items():
-            number = _checked_u32(token_id, "token id", token)
-            merger.add_output(<const uint8_t*><char*>token, len(token), len(self.ids))
-            self.ids.append(int(number))
+        # PyDict_Next, not items(): a tuple per entry also woke the garbage
+        # collector, which then walked every object of the process.
+        while PyDict_Next(encoder, &position, &key_object, &value_object):
+            number = _u32_of(<object>value_object, "token id", <object>key_object)
+            _append_record(content, <object>key_object, number)
+            self.ids.append(<object>value_object if type(<object>value_object) is int
+                            else int(number))
             self.id_values.push_back(number)
-        for token, rank in ranks.items():
-            number = _checked_u32(rank, "rank", token)
-            merger.add_rank(<const uint8_t*><char*>token, len(token), number)
+        cdef size_t outputs = self.id_values.size()
+        position = 0
+        while PyDict_Next(ranks, &position, &key_object, &value_object):
+            number = _u32_of(<object>value_object, "rank", <object>key_object)
+            _append_record(content, <object>key_object, number)
+        cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
+        key = None
+        if len(ranks) >= IMAGE_MIN_TOKENS:
+            key = content_key(
+                "vocabulary", PyBytes_FromStringAndSize(content.data(), content.size())
+            )
+            if _load_image(building.get(), read_table(key, _IMAGE_TAG)):
+                self.merger = <shared_ptr[const PieceMerger]>building
+                return
+            building = make_shared[PieceMerger]()
         # Most of the build (sorting, every split of every token) touches no
         # Python object: an event loop or other threads keep running meanwhile.
         with nogil:
-            merger.finish()
+            _add_records(building.get(), content, outputs)
+            building.get().finish()
         self.merger = <shared_ptr[const PieceMerger]>building
+        if key is not None:
+            image = building.get().save()
+            write_table(key, _IMAGE_TAG, PyBytes_FromStringAndSize(image.data(), image.size()))
 
     cdef object missing_part(self, uint32_t unit):
         """The ``KeyError`` for a BPE part the encoder has no id for."""
@@ -626,8 +867,11 @@ cdef class BytePairEncoder:
             _extend_ids(out, self.vocabulary.ids, [], outputs)
         self._raise_for(problem, None)
 
-    cdef size_t _run(self, str text, str pattern, object out, int mode, list specials) except? 0:
-        """Encode built-in-pattern ``text``: append ids to ``out`` or, for COUNT, count them.
+    cdef size_t _run(
+        self, str text, Pattern scanned, const ClassTable* table, object out, int mode,
+        list specials,
+    ) except? 0:
+        """Encode ``text`` scanned natively: append ids to ``out`` or, for COUNT, count them.
 
         ``specials`` (or None) lists the special tokens in ``text`` as ``(start,
         end, id)``, in order: the text between them is ordinary, and each one's
@@ -642,9 +886,9 @@ cdef class BytePairEncoder:
         GIL, and each block is handed to ``out`` with it, so memory beyond
         ``out`` stays small however long the text is.
         """
-        cdef Pattern scanned = _PATTERNS[pattern]
         PyUnicode_READY(text)
-        cdef const ClassTable* table = _shared_table()
+        # A chain pauses by itself (at a window's end), never when a block fills.
+        cdef size_t budget = _BLOCK if scanned.window == <size_t>-1 else <size_t>-1
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* data = PyUnicode_DATA(text)
         cdef size_t length = PyUnicode_GET_LENGTH(text)
@@ -653,7 +897,6 @@ cdef class BytePairEncoder:
         cdef EncodeProblem problem
         cdef vector[uint32_t] outputs
         cdef size_t start = 0
-        cdef size_t stretch_end = 0
         cdef size_t counted = 0
         cdef cbool count_only = mode == _COUNT
         cdef cbool done = False
@@ -671,36 +914,26 @@ cdef class BytePairEncoder:
         cdef size_t first_special = self.vocabulary.id_values.size()
         if first_special + special_count > UINT32_MAX:
             raise ValueError("too many special tokens in one text for 32-bit output numbers")
+        # A short text is encoded sooner than the GIL is handed over and back,
+        # and its ids (about one per four characters) fit one allocation.
+        cdef cbool release = length >= _SHORT_TEXT
+        outputs.reserve(length // 2 + 16 if length < 2 * _BLOCK else _BLOCK + 16)
         self._enter()
         try:
             while not done:
-                with nogil:
-                    while True:
-                        stretch_end = (special_starts[next_special] if next_special < special_count
-                                       else length)
-                        if start < stretch_end:
-                            problem = state.encode_text(
-                                scanned, table[0], kind, data, stretch_end, ascii, outputs, start,
-                                _BLOCK, count_only,
-                            )
-                            counted += problem.counted
-                            if problem.outcome != EncodeOutcome.OK:
-                                done = True
-                                break
-                            start = problem.stopped
-                            if start < stretch_end:  # the block is full, the stretch is not done
-                                break
-                        if next_special == special_count:
-                            done = True
-                            break
-                        if count_only:
-                            counted += 1
-                        else:
-                            outputs.push_back(<uint32_t>(first_special + next_special))
-                        start = special_ends[next_special]
-                        next_special += 1
-                        if outputs.size() >= _BLOCK:
-                            break
+                if release:
+                    with nogil:
+                        done = _encode_block(
+                            state, scanned, table, kind, data, length, ascii, count_only, budget,
+                            special_starts, special_ends, first_special, start, next_special,
+                            counted, outputs, problem,
+                        )
+                else:
+                    done = _encode_block(
+                        state, scanned, table, kind, data, length, ascii, count_only, budget,
+                        special_starts, special_ends, first_special, start, next_special,
+                        counted, outputs, problem,
+                    )
                 if mode == _LIST:
                     _extend_ids(out, self.vocabulary.ids, special_ids, outputs)
                 elif mode == _ARRAY:
@@ -722,45 +955,65 @@ cdef class BytePairEncoder:
             raise self.vocabulary.missing_part(problem.unit)
         raise ValueError("pieces of 4 GiB or more are not supported")
 
+    cdef int _native_scan(self, pattern, pretokenizer, Pattern* scanned,
+                          const ClassTable** table) except -1:
+        """1 and the pattern to scan with if ``text`` is scanned here, 0 if ``pretokenizer`` cuts it."""
+        if isinstance(pattern, str) and pattern in _PATTERNS:
+            scanned[0] = builtin_pattern(_PATTERNS[pattern])
+            table[0] = _shared_table()
+            return 1
+        if isinstance(pretokenizer, NativePretokenizer):
+            scanned[0] = (<NativePretokenizer>pretokenizer)._encoding_pattern()
+            table[0] = (<NativePretokenizer>pretokenizer)._table
+            return 1
+        return 0
+
     def encode_text(
-        self, str text not None, str pattern not None, pretokenizer, list out not None,
+        self, str text not None, pattern not None, pretokenizer, list out not None,
         list specials=None,
     ):
         """Append the ids of ``text`` to ``out``.
 
         ``specials`` lists the special tokens in ``text`` as ``(start, end,
         id)`` tuples, in order and not overlapping; the rest is ordinary text.
-        For a built-in ``pattern`` the text is scanned here, on the str's own
-        buffer and without the GIL, and each piece goes to the cache and BPE as
-        UTF-8 bytes without becoming a str; for any other pattern
-        ``pretokenizer.pieces`` cuts it. Errors are those of
+        For a built-in ``pattern``, or when ``pretokenizer`` is a
+        :class:`NativePretokenizer` (which then must be ``pattern``'s), the
+        text is scanned here, on the str's own buffer and without the GIL, and
+        each piece goes to the cache and BPE as UTF-8 bytes without becoming a
+        str; otherwise ``pretokenizer.pieces`` cuts it. Errors are those of
         :meth:`encode_pieces`; ``out`` may then hold part of the ids before
         the error (a caller that retries must clear it first).
         """
-        if pattern in _PATTERNS:
-            self._run(text, pattern, out, _LIST, specials)
+        cdef Pattern scanned
+        cdef const ClassTable* table
+        if self._native_scan(pattern, pretokenizer, &scanned, &table):
+            self._run(text, scanned, table, out, _LIST, specials)
         else:
             self._encode_by_pieces(text, pretokenizer, out, specials)
 
     def encode_text_array(
-        self, str text not None, str pattern not None, pretokenizer, out not None,
+        self, str text not None, pattern not None, pretokenizer, out not None,
         list specials=None,
     ):
         """Append the ids of ``text`` to ``out``, an ``array.array('I')`` (``specials`` as above).
 
         No Python int is made per id: this is what ``encode_to_numpy`` builds on.
         """
-        if pattern in _PATTERNS:
-            self._run(text, pattern, out, _ARRAY, specials)
+        cdef Pattern scanned
+        cdef const ClassTable* table
+        if self._native_scan(pattern, pretokenizer, &scanned, &table):
+            self._run(text, scanned, table, out, _ARRAY, specials)
             return
         ids = []
         self._encode_by_pieces(text, pretokenizer, ids, specials)
         out.extend(ids)
 
-    def count_text(self, str text not None, str pattern not None, pretokenizer, list specials=None):
+    def count_text(self, str text not None, pattern not None, pretokenizer, list specials=None):
         """How many ids ``text`` encodes to, without building them (``specials`` as above)."""
-        if pattern in _PATTERNS:
-            return self._run(text, pattern, None, _COUNT, specials)
+        cdef Pattern scanned
+        cdef const ClassTable* table
+        if self._native_scan(pattern, pretokenizer, &scanned, &table):
+            return self._run(text, scanned, table, None, _COUNT, specials)
         ids = []
         self._encode_by_pieces(text, pretokenizer, ids, specials)
         return len(ids)
@@ -866,3 +1119,122 @@ cdef bytes _id_bytes(
         else:
             values[index] = specials[output - vocabulary_size]
     return packed
+
+
+# --------------------------------------------------------------------------- decoding
+
+cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
+    cdef cppclass TokenBytes:
+        void add(uint32_t id, const uint8_t* bytes, size_t n) except +
+        void finish() except +
+        size_t measure(const uint32_t* ids, size_t count, size_t& unknown)
+        void write(const uint32_t* ids, size_t count, uint8_t* out, const uint8_t* end)
+
+cdef extern from "Python.h":
+    bint PyObject_CheckBuffer(object item)
+
+# Decoding this many ids or more runs without the GIL (fewer take less time
+# than handing the GIL over and back).
+cdef size_t _DECODE_WITHOUT_GIL = 1 << 14
+
+
+cdef int _append_id(vector[uint32_t]& values, object item) except -1:
+    """Append ``item`` (an int, or anything with ``__index__``) as a 32-bit id.
+
+    An int outside 0 .. 2**32 - 1 names no token: ``KeyError(item)``.
+    """
+    cdef long long value
+    cdef int overflow = 0
+    if type(item) is not int:
+        try:
+            item = operator.index(item)
+        except TypeError:
+            raise TypeError(f"token ids must be ints, got {item!r}") from None
+    value = PyLong_AsLongLongAndOverflow(item, &overflow)
+    if overflow != 0 or not 0 <= value <= UINT32_MAX:
+        raise KeyError(item)
+    values.push_back(<uint32_t>value)
+    return 0
+
+
+cdef int _read_ids(object ids, vector[uint32_t]& values) except -1:
+    """Copy the token ids ``ids`` (any iterable of ints, or an integer array) into ``values``."""
+    cdef Py_ssize_t index
+    cdef const uint32_t[::1] packed
+    if type(ids) is list:
+        values.reserve(PyList_GET_SIZE(ids))
+        index = 0
+        # The size is read again each time: __index__ may run code that changes the list.
+        while index < PyList_GET_SIZE(ids):
+            _append_id(values, <object>PyList_GET_ITEM(ids, index))
+            index += 1
+        return 0
+    if PyObject_CheckBuffer(ids):
+        view = memoryview(ids)
+        if view.ndim == 1 and view.itemsize == 4 and view.format in ("I", "=I", "<I", "@I", "L"):
+            packed = view
+            if packed.shape[0] > 0:
+                values.assign(&packed[0], &packed[0] + packed.shape[0])
+            return 0
+    if type(ids) is not tuple:
+        ids = list(ids)
+    for item in ids:
+        _append_id(values, item)
+    return 0
+
+
+cdef class TokenDecoder:
+    """Token ids to bytes: ``b"".join(decoder[i] for i in ids)``, in one compiled pass.
+
+    ``decoder`` maps every id (special tokens included) to its bytes. An id
+    it lacks raises ``KeyError(id)``, a value that is not an integer
+    ``TypeError``; ids may be any iterable of ints or an integer array
+    (``array('I')``, a numpy ``uint32`` array are read without a Python int
+    per id). Long inputs are decoded without the GIL.
+
+    >>> TokenDecoder({0: b"he", 1: b"llo", 7: b"!"}).decode_bytes([0, 1, 1, 7])
+    b'hellollo!'
+    """
+
+    cdef TokenBytes table
+
+    def __cinit__(self, dict decoder not None):
+        cdef Py_ssize_t position = 0
+        cdef PyObject* key_object
+        cdef PyObject* value_object
+        cdef size_t stored = 0
+        while PyDict_Next(decoder, &position, &key_object, &value_object):
+            token = <bytes?>(<object>value_object)
+            stored += len(token)
+            if stored >= UINT32_MAX:
+                raise ValueError("a vocabulary of 4 GiB of token bytes or more is not supported")
+            self.table.add(
+                _u32_of(<object>key_object, "token id", token),
+                <const uint8_t*><char*>token,
+                len(token),
+            )
+        self.table.finish()
+
+    def decode_bytes(self, ids):
+        """The bytes of ``ids``, one token after another."""
+        cdef vector[uint32_t] values
+        _read_ids(ids, values)
+        cdef size_t count = values.size()
+        cdef size_t unknown = 0
+        cdef size_t total
+        cdef cbool release = count >= _DECODE_WITHOUT_GIL
+        if release:
+            with nogil:
+                total = self.table.measure(values.data(), count, unknown)
+        else:
+            total = self.table.measure(values.data(), count, unknown)
+        if unknown < count:
+            raise KeyError(values[unknown])
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+        cdef uint8_t* start = <uint8_t*>PyBytes_AS_STRING(out)
+        if release:
+            with nogil:
+                self.table.write(values.data(), count, start, start + total)
+        else:
+            self.table.write(values.data(), count, start, start + total)
+        return out

@@ -1,4 +1,5 @@
-// Native pretokenizer: one hand-written scanner per built-in pattern.
+// Native pretokenizer: one hand-written scanner per built-in pattern, and
+// the compiled programs of `_pattern_impl.hpp` for any other.
 //
 // Each scanner cuts a text into exactly the pieces that
 // `regex.findall(pattern, text)` returns for the GPT-2 (r50k), cl100k_base and
@@ -30,10 +31,26 @@
 #include <type_traits>
 #include <vector>
 
+#include "_pattern_impl.hpp"
+
 namespace streambpe {
 namespace pretokenize {
 
-enum class Pattern { GPT2, CL100K, O200K };
+enum class Builtin { GPT2, CL100K, O200K, COMPILED };
+
+// Which pattern a scan runs: a built-in one, with its own scanner, or a
+// compiled program (`_pattern_impl.hpp`). `window` is a chain's: see
+// PatternProgram::scan.
+struct Pattern {
+    Builtin kind;
+    const PatternProgram* program;
+    size_t window;
+};
+
+inline Pattern builtin_pattern(Builtin kind) { return Pattern{kind, nullptr, SIZE_MAX}; }
+inline Pattern compiled_pattern(const PatternProgram* program, size_t window) {
+    return Pattern{Builtin::COMPILED, program, window};
+}
 
 // One bit per character class that appears in the patterns. The order must
 // match `CLASS_BITS` in unicode_classes.py (the tests check every code point).
@@ -312,17 +329,6 @@ class Scanner {
     size_t n_;
 };
 
-// Calls `emit` for one piece; an `emit` that returns bool may stop the scan.
-template <class Emit>
-inline bool emit_piece(Emit& emit, size_t start, size_t end) {
-    if constexpr (std::is_void_v<decltype(emit(start, end))>) {
-        emit(start, end);
-        return true;
-    } else {
-        return emit(start, end);
-    }
-}
-
 // Calls `emit(start, end)` (code-unit offsets) for each piece of
 // `text[from:length]` under `pattern`, in order, until `emit` returns false;
 // returns where the scan stopped (`length`, or the end of that piece).
@@ -332,25 +338,30 @@ inline bool emit_piece(Emit& emit, size_t start, size_t end) {
 template <class Unit, class Emit>
 size_t scan_pieces(Pattern pattern, const ClassTable& table, const Unit* text, size_t length,
                    Emit&& emit, size_t from = 0) {
+    if (pattern.kind == Builtin::COMPILED) {
+        return pattern.program->scan(text, length, emit, from, pattern.window);
+    }
     Scanner<Unit> scanner(table, text, length);
     size_t start = from;
     // One loop per pattern so the branch on the pattern is outside the loop.
-    switch (pattern) {
-        case Pattern::GPT2:
+    switch (pattern.kind) {
+        case Builtin::COMPILED:
+            break;
+        case Builtin::GPT2:
             while (start < length) {
                 size_t end = scanner.gpt2_piece(start);
                 if (!emit_piece(emit, start, end)) return end;
                 start = end;
             }
             break;
-        case Pattern::CL100K:
+        case Builtin::CL100K:
             while (start < length) {
                 size_t end = scanner.cl100k_piece(start);
                 if (!emit_piece(emit, start, end)) return end;
                 start = end;
             }
             break;
-        case Pattern::O200K:
+        case Builtin::O200K:
             while (start < length) {
                 size_t end = scanner.o200k_piece(start);
                 if (!emit_piece(emit, start, end)) return end;
@@ -468,12 +479,21 @@ inline size_t append_utf8(int unit_size, const void* data, size_t start, size_t 
     return stopped;
 }
 
-// Appends the end offset of every piece to `ends` (each piece starts where
-// the previous one ended, the first at 0).
+// Appends the end offset of every piece to `ends`. A built-in pattern's
+// pieces cover the text (each starts where the one before ended, the first at
+// 0); a compiled pattern's may leave gaps, so their starts go to `starts`.
 inline void piece_ends(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
-                       size_t length, std::vector<size_t>& ends) {
+                       size_t length, std::vector<size_t>& starts, std::vector<size_t>& ends) {
+    if (pattern.kind != Builtin::COMPILED) {
+        scan_pieces_of_kind(pattern, table, unit_size, data, length,
+                            [&ends](size_t, size_t end) { ends.push_back(end); });
+        return;
+    }
     scan_pieces_of_kind(pattern, table, unit_size, data, length,
-                        [&ends](size_t, size_t end) { ends.push_back(end); });
+                        [&starts, &ends](size_t start, size_t end) {
+                            starts.push_back(start);
+                            ends.push_back(end);
+                        });
 }
 
 inline size_t count_pieces(Pattern pattern, const ClassTable& table, int unit_size,

@@ -26,7 +26,7 @@ TokenIds = tuple[int, ...]
 
 
 class CacheInfo(NamedTuple):
-    """Counts read from a :class:`PieceCache` (and the tokenizer that owns it)."""
+    """Piece-cache counts, of one cache or summed over a tokenizer's: hits are lookups that ran no BPE."""
 
     hits: int
     misses: int

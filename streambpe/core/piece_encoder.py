@@ -24,6 +24,7 @@ from typing import Protocol
 
 from streambpe.core.bpe import merge_piece
 from streambpe.core.piece_cache import PieceCache, TokenIds
+from streambpe.core.split_steps import Pretokenization
 
 
 class Pretokenizing(Protocol):
@@ -116,7 +117,7 @@ class PieceEncoder:
     def encode_text(
         self,
         text: str,
-        pattern: str,
+        pattern: Pretokenization,
         pretokenizer: Pretokenizing,
         out: list[int],
         specials: list[SpecialSpan] | None = None,
@@ -150,7 +151,7 @@ class PieceEncoder:
     def encode_text_array(
         self,
         text: str,
-        pattern: str,
+        pattern: Pretokenization,
         pretokenizer: Pretokenizing,
         out: array[int],
         specials: list[SpecialSpan] | None = None,
@@ -163,7 +164,7 @@ class PieceEncoder:
     def count_text(
         self,
         text: str,
-        pattern: str,
+        pattern: Pretokenization,
         pretokenizer: Pretokenizing,
         specials: list[SpecialSpan] | None = None,
     ) -> int:

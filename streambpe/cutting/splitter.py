@@ -8,6 +8,11 @@ built-in patterns, at a cut of :mod:`~streambpe.cutting.rule`; never
 inside a special token, and never so close to the end of the buffer that a
 special token could still be completing there.
 
+A ``tokenizer.json``'s normalizer narrows the cuts further: a cut inside
+text must fall before a character that ``safe_start`` accepts (one that
+normalization never joins to what precedes it), and only the special
+tokens in ``cut_tokens`` start a cut (``docs/design.md``, "Normalizers").
+
 >>> splitter = StreamSplitter(["<s>"], space_cuts=True, min_release=1)
 >>> splitter.feed("a\\n\\n b"), splitter.feed("c d"), splitter.finish()
 ('', 'a\\n\\n bc', ' d')
@@ -15,7 +20,7 @@ special token could still be completing there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from streambpe.cutting.rule import last_safe_cut
 from streambpe.cutting.specials import SpecialTokenScanner, spanned_by_special
@@ -44,8 +49,13 @@ class StreamSplitter:
         *,
         space_cuts: bool,
         min_release: int = DEFAULT_MIN_RELEASE,
+        cut_tokens: Collection[str] | None = None,
+        safe_start: Callable[[str], bool] | None = None,
     ) -> None:
         self._scanner = SpecialTokenScanner(special_tokens)
+        # None: every special token starts a cut.
+        self._cut_tokens = None if cut_tokens is None else frozenset(cut_tokens)
+        self._safe_start = safe_start
         self._space_cuts = space_cuts
         self._min_release = min_release
         self._parts: list[str] = []
@@ -146,7 +156,10 @@ class StreamSplitter:
         tokens = self._scanner.tokens
         if self._space_cuts:
             best = last_safe_cut(window, lowest, limit)
-            while best is not None and spanned_by_special(window, best, tokens):
+            while best is not None and (
+                spanned_by_special(window, best, tokens)
+                or (self._safe_start is not None and not self._safe_start(window[best]))
+            ):
                 best = last_safe_cut(window, lowest, best - 1)
         next_settled = max(limit, settled)
         if self._scanner:
@@ -160,6 +173,8 @@ class StreamSplitter:
                 break
             for match in reversed(matches):
                 if match.start > limit:
+                    continue
+                if self._cut_tokens is not None and match.token not in self._cut_tokens:
                     continue
                 if match.start >= lowest:
                     best = match.start if best is None else max(best, match.start)

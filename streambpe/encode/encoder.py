@@ -17,24 +17,41 @@ loading, saving and the streaming entry points on top of this class.
 from __future__ import annotations
 
 import itertools
+import threading
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from streambpe import core
-from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan
+from streambpe._support.pool import resolve_workers
+from streambpe._support.utf8 import NEVER_IN_UTF8
+from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan, TokenDecoding
+from streambpe.core.piece_cache import CacheInfo
+from streambpe.core.split_steps import Pretokenization, checked_steps
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter
+from streambpe.encode.decode_stream import DecodeStream
+from streambpe.encode.text_parts import cut_after, part_specials, plan_parts
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
-from streambpe.patterns import BUILT_IN_PATTERNS, GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
+from streambpe.pipeline.text import TextPipeline
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 DEFAULT_CACHE_SIZE = 1 << 18
+#: Texts this long or longer are encoded on several threads (``Encoder.encode``).
+PARALLEL_MIN_CHARS = 1 << 20
+#: ``iter_id_batches`` encodes a long chunk in blocks of about this many characters.
+STREAM_BLOCK_CHARS = 1 << 18
+# Texts up to this long, with up to this many special tokens, are first
+# checked for any special token at all with ``in``.
+_QUICK_CHECK_CHARS = 1 << 12
+_QUICK_CHECK_TOKENS = 8
 ResultT = TypeVar("ResultT")
 #: ``"all"`` or a collection of special-token strings.
 SpecialSet = Literal["all"] | Collection[str]
@@ -48,21 +65,6 @@ class _Unset:
 
 
 UNSET: Final = _Unset()
-
-
-class CacheInfo(NamedTuple):
-    """Piece-cache counts: hits are lookups that ran no BPE."""
-
-    hits: int
-    misses: int
-    maxsize: int
-    currsize: int
-
-    @property
-    def hit_rate(self) -> float:
-        """Hits over lookups (0.0 before any lookup)."""
-        lookups = self.hits + self.misses
-        return self.hits / lookups if lookups else 0.0
 
 
 def fix_surrogates(text: str) -> str:
@@ -83,8 +85,12 @@ class Encoder:
         special_tokens: strings never split or merged. A list takes the ids the
             vocab already has for them, appending any missing one with the next
             free id; a mapping gives each its id.
-        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``).
+        pattern: pretokenization regex or name (``"gpt2"``, ``"cl100k"``, ``"o200k"``),
+            or a chain of split steps (:data:`~streambpe.core.split_steps.SplitSteps`).
         cache_size: piece-cache capacity in entries (0 disables the cache).
+        pipeline: a ``tokenizer.json``'s steps around the model (normalizer,
+            added tokens with their options, template); the special tokens
+            are then its added tokens, found as it says.
     """
 
     def __init__(
@@ -93,10 +99,13 @@ class Encoder:
         ranks: Mapping[bytes, int],
         special_tokens: Sequence[str] | Mapping[str, int] | None = None,
         *,
-        pattern: str = GPT2,
+        pattern: Pretokenization = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        pipeline: TextPipeline | None = None,
     ) -> None:
-        self.pattern = resolve_pattern(pattern)
+        self.pattern: Pretokenization = (
+            resolve_pattern(pattern) if isinstance(pattern, str) else checked_steps(pattern)
+        )
         if cache_size < 0:
             raise ParameterError(f"cache_size must be >= 0, got {cache_size}")
         self._cache_size = cache_size
@@ -105,22 +114,32 @@ class Encoder:
         self._special_ids = _assign_special_ids(self._decoder, special_tokens)
         special_id_set = set(self._special_ids.values())
         # Special tokens are reachable only through the scanner, never as ordinary text.
-        self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
-        self._encoder: dict[bytes, int] = {}
-        for token_id in sorted(self._ordinary_vocab):
-            self._encoder.setdefault(vocab[token_id], token_id)
-        missing = [byte for byte in range(256) if bytes([byte]) not in self._encoder]
+        if any(token_id in vocab for token_id in special_id_set):
+            self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
+        else:
+            self._ordinary_vocab = dict(vocab)
+        self._encoder: dict[bytes, int] = _lowest_id_of_each_token(self._ordinary_vocab)
+        missing = [
+            byte
+            for byte in range(256)
+            if bytes([byte]) not in self._encoder and byte not in NEVER_IN_UTF8
+        ]
         if missing:
             raise ParameterError(
                 f"the vocabulary lacks {len(missing)} single-byte token(s) (first: byte "
-                f"0x{missing[0]:02x}); a byte-level BPE vocabulary needs all 256"
+                f"0x{missing[0]:02x}); a byte-level BPE vocabulary needs every byte "
+                "that UTF-8 text can hold"
             )
         for token, token_id in self._special_ids.items():
             self._decoder[token_id] = token.encode("utf-8")
+        self.pipeline = pipeline
+        if pipeline is not None:
+            self._decoder.update(pipeline.decoded)
         self._scanner = SpecialTokenScanner(self._special_ids)
         # One set of kernels per backend, built on first use: switching backends
         # (tests, benchmarks) never mixes one backend's cache into another's results.
         self._kernels: dict[str, ThreadKernels] = {}
+        self._token_decoders: dict[str, TokenDecoding] = {}
 
     # ----------------------------------------------------------------- pickling
 
@@ -132,6 +151,7 @@ class Encoder:
             "special_tokens": self._special_ids,
             "pattern": self.pattern,
             "cache_size": self._cache_size,
+            "pipeline": self.pipeline,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -142,6 +162,7 @@ class Encoder:
             state["special_tokens"],
             pattern=state["pattern"],
             cache_size=state["cache_size"],
+            pipeline=state.get("pipeline"),
         )
 
     # ----------------------------------------------------------------- properties
@@ -170,13 +191,35 @@ class Encoder:
     def releases_gil(self) -> bool:
         """Whether encoding runs without the GIL, so threads encode in parallel.
 
-        True on the compiled backend with a built-in pattern (gpt2, cl100k,
-        o200k); a custom pattern goes through ``regex``, which holds the GIL.
+        True on the compiled backend, unless the pattern is outside what its
+        matcher runs (``pretokenizer_engine``): then it goes through
+        ``regex``, which holds the GIL.
 
         >>> Encoder({i: bytes([i]) for i in range(256)}, {}).releases_gil in (True, False)
         True
         """
-        return core.active_backend().name == "native" and self.pattern in BUILT_IN_PATTERNS
+        return self.pretokenizer_engine == "native"
+
+    @property
+    def pretokenizer_engine(self) -> str:
+        """``"native"`` if the compiled matcher cuts the text, ``"regex"`` if the ``regex`` module does.
+
+        :attr:`pretokenizer_fallback` says why a pattern is not native.
+
+        >>> Encoder({i: bytes([i]) for i in range(256)}, {}, pattern=r"\\w+").pretokenizer_engine
+        'regex'
+        """
+        return core.pretokenizer_engine(self.pattern)[0]
+
+    @property
+    def pretokenizer_fallback(self) -> str | None:
+        """Why the pattern runs through ``regex`` instead of the compiled matcher (None if it does not).
+
+        >>> Encoder({i: bytes([i]) for i in range(256)}, {}, pattern=r"a\\b").pretokenizer_fallback
+        ... # doctest: +ELLIPSIS
+        '...'
+        """
+        return core.pretokenizer_engine(self.pattern)[1]
 
     def _thread_kernels(self) -> ThreadKernels:
         backend = core.active_backend()
@@ -210,6 +253,8 @@ class Encoder:
     # ----------------------------------------------------------------- encoding
 
     def _encode_ordinary_into(self, text: str, out: list[int]) -> None:
+        if self.pipeline is not None:
+            text = self.pipeline.prepare_ordinary(text)
         pretokenizer, pieces = self._kernel()
         pieces.encode_text(text, self.pattern, pretokenizer, out)
 
@@ -239,6 +284,12 @@ class Encoder:
         """
         if isinstance(allowed_special, _Unset) and isinstance(disallowed_special, _Unset):
             return self._scanner, frozenset()
+        if self.pipeline is not None:
+            raise ParameterError(
+                "allowed_special and disallowed_special do not apply to a tokenizer.json's "
+                "added tokens, which are always found as tokenizers finds them; "
+                "use encode_ordinary to encode text without them"
+            )
         allowed_arg: SpecialSet = set() if isinstance(allowed_special, _Unset) else allowed_special
         disallowed_arg: SpecialSet = (
             "all" if isinstance(disallowed_special, _Unset) else disallowed_special
@@ -279,6 +330,8 @@ class Encoder:
         *,
         allowed_special: SpecialSet | _Unset = UNSET,
         disallowed_special: SpecialSet | _Unset = UNSET,
+        add_special_tokens: bool = False,
+        threads: int | None = None,
     ) -> list[int]:
         """Encode ``text``; with no keyword, every special token is recognized (CS336).
 
@@ -288,11 +341,82 @@ class Encoder:
         ``disallowed_special`` (default ``"all"``: every special not allowed)
         raise ``ValueError``.
 
+        ``add_special_tokens=True`` puts the ids of a ``tokenizer.json``'s
+        post-processor template around the result (a BOS token, say); a
+        tokenizer without a template adds nothing.
+
+        A text of :data:`PARALLEL_MIN_CHARS` characters or more is cut at safe
+        places and its parts encoded on ``threads`` threads when the kernel
+        runs without the GIL (and no ``tokenizer.json`` pipeline rewrites the
+        text); the ids are the same for any number of threads. By default the
+        main thread uses one thread per available core and any other thread
+        (a worker of a pool) only itself; ``threads=1`` keeps to the calling
+        thread.
+
         >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
         >>> encoder.encode("a<s>"), encoder.encode("a<s>", disallowed_special=())
         ([97, 256], [97, 60, 115, 62])
         """
-        return self._run_with_policy(self._encode_with, text, allowed_special, disallowed_special)
+        if threads is not None and threads < 1:
+            raise ParameterError(f"threads must be at least 1, got {threads}")
+        run = self._encode_with
+        if (
+            len(text) >= PARALLEL_MIN_CHARS
+            and threads != 1
+            and self.pipeline is None
+            and self.releases_gil
+        ):
+            # Unasked, only the main thread spreads out: a worker of a pool
+            # (encode_batch, encode_file) already has the other cores busy.
+            workers = threads or (
+                resolve_workers(None)
+                if threading.current_thread() is threading.main_thread()
+                else 1
+            )
+            if workers > 1:
+
+                def run(scanner: SpecialTokenScanner, text: str) -> list[int]:
+                    return self._encode_in_parts(scanner, text, workers)
+
+        ids = self._run_with_policy(run, text, allowed_special, disallowed_special)
+        template = self.pipeline.template if self.pipeline is not None else None
+        if add_special_tokens and template is not None:
+            return template.apply(ids)
+        return ids
+
+    def _encode_in_parts(self, scanner: SpecialTokenScanner, text: str, workers: int) -> list[int]:
+        """``_encode_with`` on ``workers`` threads: the text cut where no piece crosses."""
+        specials = self._special_spans(scanner, text)
+        # Two parts per thread, so a thread that drew easy text takes another.
+        part_chars = max(len(text) // (2 * workers), PARALLEL_MIN_CHARS // 4)
+        parts = plan_parts(
+            text,
+            specials,
+            part_chars=part_chars,
+            space_cuts=self.space_cuts,
+        )
+
+        def encode_part(bounds: tuple[int, int]) -> list[int]:
+            start, end = bounds
+            kernels = self._thread_kernels()
+            out: list[int] = []
+            kernels.piece_encoder().encode_text(
+                text[start:end],
+                self.pattern,
+                kernels.pretokenizer,
+                out,
+                part_specials(specials, start, end),
+            )
+            return out
+
+        if len(parts) == 1:
+            return encode_part(parts[0])
+        with ThreadPoolExecutor(min(workers, len(parts))) as pool:
+            results = list(pool.map(encode_part, parts))
+        ids = results[0]
+        for more in results[1:]:
+            ids += more
+        return ids
 
     def _run_with_policy(
         self,
@@ -307,8 +431,12 @@ class Encoder:
         UTF-8) makes the kernel raise, and the text is then run again with
         :func:`fix_surrogates` applied, tiktoken's rule.
         """
-        scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
-        self._check_disallowed(text, disallowed)
+        if allowed_special is UNSET and disallowed_special is UNSET:
+            # The usual call; resolving the keywords was a tenth of a short encode.
+            scanner = self._scanner
+        else:
+            scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
+            self._check_disallowed(text, disallowed)
         try:
             return run(scanner, text)
         except UnicodeEncodeError:
@@ -323,19 +451,48 @@ class Encoder:
         """
         if not scanner:
             return []
+        tokens = scanner.tokens
         special_ids = self._special_ids
+        if len(tokens) <= _QUICK_CHECK_TOKENS and len(text) <= _QUICK_CHECK_CHARS:
+            # Most short texts hold no special token, and most others one kind:
+            # str's own search says so, and finds them, in a fraction of the
+            # scanner's cost (a third of a chat-sized encode).
+            present = [token for token in tokens if token in text]
+            if not present:
+                return []
+            if len(present) == 1:
+                # With one token the leftmost-longest parse is each occurrence
+                # in turn, from the end of the one before.
+                token = present[0]
+                token_id = special_ids[token]
+                spans = []
+                start = text.find(token)
+                while start >= 0:
+                    spans.append((start, start + len(token), token_id))
+                    start = text.find(token, start + len(token))
+                return spans
         return [
             (match.start, match.end, special_ids[match.token]) for match in scanner.matches(text)
         ]
 
     def _encode_with(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
+        # _append_with, unrolled: every Python call here is a few per cent of
+        # encoding a chat message.
+        kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
+        text, specials = self._prepared(scanner, text)
         out: list[int] = []
-        self._append_with(scanner, text, out)
+        kernels.piece_encoder().encode_text(text, self.pattern, kernels.pretokenizer, out, specials)
         return out
+
+    def _prepared(self, scanner: SpecialTokenScanner, text: str) -> tuple[str, list[SpecialSpan]]:
+        """The text the kernel encodes and its special spans (a pipeline's rewrites applied)."""
+        if self.pipeline is not None:
+            return self.pipeline.prepare(text)
+        return text, self._special_spans(scanner, text)
 
     def _append_with(self, scanner: SpecialTokenScanner, text: str, out: list[int]) -> None:
         pretokenizer, pieces = self._kernel()
-        specials = self._special_spans(scanner, text)
+        text, specials = self._prepared(scanner, text)
         pieces.encode_text(text, self.pattern, pretokenizer, out, specials)
 
     def encode_into(
@@ -398,7 +555,7 @@ class Encoder:
     def _encode_to_array_with(self, scanner: SpecialTokenScanner, text: str) -> array[int]:
         out = array("I")
         pretokenizer, pieces = self._kernel()
-        specials = self._special_spans(scanner, text)
+        text, specials = self._prepared(scanner, text)
         pieces.encode_text_array(text, self.pattern, pretokenizer, out, specials)
         return out
 
@@ -446,14 +603,60 @@ class Encoder:
 
     def _count_with(self, scanner: SpecialTokenScanner, text: str) -> int:
         pretokenizer, pieces = self._kernel()
-        specials = self._special_spans(scanner, text)
+        text, specials = self._prepared(scanner, text)
         return pieces.count_text(text, self.pattern, pretokenizer, specials)
 
-    def stream_splitter(self) -> StreamSplitter:
-        """A :class:`StreamSplitter` matching this encoder's specials and pattern."""
+    def encode_single_piece(self, piece: bytes) -> list[int]:
+        """BPE on ``piece`` as one piece: no pattern split, no special tokens.
+
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"he"}
+        >>> Encoder(vocab, {b"he": 0}).encode_single_piece(b"he he")
+        [256, 32, 256]
+        """
+        return self._kernel()[1].encode_bytes(piece)
+
+    def stream_splitter(self, min_release: int | None = None) -> StreamSplitter:
+        """A :class:`StreamSplitter` matching this encoder's specials, pattern and pipeline.
+
+        ``min_release`` overrides the splitter's default (tests cut tiny texts).
+        """
+        options: dict[str, Any] = {} if min_release is None else {"min_release": min_release}
+        if self.pipeline is None:
+            return StreamSplitter(list(self._special_ids), space_cuts=self.space_cuts, **options)
         return StreamSplitter(
-            list(self._special_ids), space_cuts=self.pattern in SPACE_SPLITTABLE_PATTERNS
+            [token.content for token in self.pipeline.raw_tokens],
+            space_cuts=self.space_cuts,
+            cut_tokens=self.cut_tokens,
+            safe_start=self.pipeline.is_safe_start,
+            **options,
         )
+
+    @property
+    def space_cuts(self) -> bool:
+        """Whether streams and files may be cut inside text, not only at special tokens.
+
+        Only under a built-in pattern, and only where a ``tokenizer.json``'s
+        steps allow it (:meth:`TextPipeline.cuts_inside_stretches`).
+        """
+        if self.pattern not in SPACE_SPLITTABLE_PATTERNS:
+            return False
+        return self.pipeline is None or self.pipeline.cuts_inside_stretches()
+
+    @property
+    def cut_tokens(self) -> list[str]:
+        """The special tokens at whose start a stream or file may be cut.
+
+        Every special token, except that a ``tokenizer.json``'s added token
+        is one only when it is matched in the raw text and no added token
+        looks at the text next to it (``lstrip``, ``rstrip``, ``single_word``):
+        otherwise a cut could change what such a token takes.
+        """
+        if self.pipeline is None:
+            return list(self._special_ids)
+        raw = self.pipeline.raw_tokens
+        if any(token.looks_around for token in self.pipeline.added_tokens):
+            return []
+        return [token.content for token in raw]
 
     def iter_id_batches(self, iterable: Iterable[str]) -> Iterator[list[int]]:
         """Encode a stream of text chunks, yielding the ids a block of text at a time.
@@ -469,10 +672,44 @@ class Encoder:
         for chunk in iterable:
             ready = splitter.feed(chunk)
             if ready:
-                yield self.encode(ready)
+                yield from self._encode_in_blocks(ready)
         rest = splitter.finish()
         if rest:
-            yield self.encode(rest)
+            yield from self._encode_in_blocks(rest)
+
+    def _encode_in_blocks(self, text: str) -> Iterator[list[int]]:
+        """The ids of ``text``, a block of about :data:`STREAM_BLOCK_CHARS` characters at a time.
+
+        A stream handed over in one huge chunk still gets its first ids as
+        soon as its first block is encoded, not once the whole chunk is.
+        """
+        if len(text) <= STREAM_BLOCK_CHARS or self.pipeline is not None:
+            yield self.encode(text, threads=1)
+            return
+        scanner, special_ids = self._scanner, self._special_ids
+        start = 0
+        while len(text) - start > STREAM_BLOCK_CHARS:
+            # Special tokens are looked for a window at a time, so the first
+            # block does not wait for a scan of the whole text.
+            window_end = min(len(text), start + 2 * STREAM_BLOCK_CHARS)
+            spans = [
+                (match.start, match.end, special_ids[match.token])
+                for match in scanner.matches(text, start, window_end)
+            ]
+            cut = cut_after(text, spans, start + STREAM_BLOCK_CHARS, space_cuts=self.space_cuts)
+            if cut + scanner.max_length > window_end and window_end < len(text):
+                break  # no cut the window can vouch for: plan the rest at once
+            yield self.encode(text[start:cut], threads=1)
+            start = cut
+        rest = text[start:]
+        parts = plan_parts(
+            rest,
+            self._special_spans(scanner, rest),
+            part_chars=STREAM_BLOCK_CHARS,
+            space_cuts=self.space_cuts,
+        )
+        for first, end in parts:
+            yield self.encode(rest[first:end], threads=1)
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
         """Lazily encode a stream of text chunks (a file object, lines, any slices).
@@ -496,22 +733,58 @@ class Encoder:
         >>> Encoder({i: bytes([i]) for i in range(256)}, {}).decode_bytes([104, 105])
         b'hi'
         """
-        decoder = self._decoder
         try:
-            return b"".join(map(decoder.__getitem__, ids))
+            return self._token_decoder().decode_bytes(ids)
         except KeyError as exc:
             raise UnknownTokenError(exc.args[0], self.n_vocab) from None
-        except TypeError:
-            bad = next(i for i in ids if not isinstance(i, int))
-            raise TypeError(f"token ids must be ints, got {bad!r}") from None
 
-    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
-        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD by default."""
+    def _token_decoder(self) -> TokenDecoding:
+        """The active backend's decoding kernel (it keeps no state, so threads share it)."""
+        backend = core.active_backend()
+        decoder = self._token_decoders.get(backend.name)
+        if decoder is None:
+            decoder = self._token_decoders.setdefault(
+                backend.name, backend.token_decoder(self._decoder)
+            )
+        return decoder
+
+    def decode(
+        self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False
+    ) -> str:
+        """The text of ``ids``; bytes that are not valid UTF-8 become U+FFFD by default.
+
+        ``skip_special_tokens`` leaves out special tokens (for a ``tokenizer.json``,
+        its added tokens marked ``special``; the others are decoded).
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
+        >>> encoder.decode([256, 104, 105]), encoder.decode([256, 104], skip_special_tokens=True)
+        ('<s>hi', 'h')
+        """
+        if skip_special_tokens:
+            skipped = (
+                self.pipeline.special_ids
+                if self.pipeline is not None
+                else frozenset(self._special_ids.values())
+            )
+            ids = [token_id for token_id in ids if token_id not in skipped]
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token id."""
         return self.decode_bytes([token_id])
+
+    def decode_stream(self, errors: str = "replace") -> DecodeStream:
+        """An incremental decoder: feed ids one at a time, get text once it is whole UTF-8.
+
+        For streaming generation, where a character may be split over
+        several tokens (see :class:`~streambpe.encode.decode_stream.DecodeStream`).
+
+        >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+        >>> stream = encoder.decode_stream()
+        >>> [stream.step(i) for i in "é!".encode()]
+        [None, 'é', '!']
+        """
+        return DecodeStream(self._decoder, self.n_vocab, errors=errors)
 
 
 def _assign_special_ids(
@@ -537,6 +810,20 @@ def _assign_special_ids(
             existing, next_id = next_id, next_id + 1
         ids[token] = existing
     return ids
+
+
+def _lowest_id_of_each_token(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
+    """Token bytes -> id; where several ids share the same bytes, the lowest.
+
+    >>> _lowest_id_of_each_token({7: b"a", 3: b"a", 5: b"b"})
+    {b'a': 3, b'b': 5}
+    """
+    inverse = dict(zip(vocab.values(), vocab.keys(), strict=True))
+    if len(inverse) == len(vocab):
+        # No bytes twice, so nothing to choose: this skips a sort of the whole
+        # vocabulary, a fifth of loading o200k.
+        return inverse
+    return {token: token_id for token_id, token in sorted(vocab.items(), reverse=True)}
 
 
 @lru_cache(maxsize=64)

@@ -28,6 +28,7 @@ import threading
 import weakref
 
 from streambpe.core import Backend, PieceEncoding, Pretokenizing
+from streambpe.core.split_steps import Pretokenization
 
 
 class _Lease:
@@ -44,7 +45,7 @@ class ThreadKernels:
 
     Args:
         backend: the backend whose kernels to build.
-        pattern: the pretokenization pattern (a pattern string).
+        pattern: the pretokenization pattern string or chain of split steps.
         encoder: token bytes -> id, for every ordinary token.
         ranks: token bytes -> merge rank.
         cache_size: piece-cache entries per thread (0 disables the caches).
@@ -53,7 +54,7 @@ class ThreadKernels:
     def __init__(
         self,
         backend: Backend,
-        pattern: str,
+        pattern: Pretokenization,
         encoder: dict[bytes, int],
         ranks: dict[bytes, int],
         cache_size: int,

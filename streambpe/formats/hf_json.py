@@ -1,4 +1,9 @@
-"""Hugging Face ``tokenizers`` files (``tokenizer.json``) for byte-level BPE.
+"""Writing ``tokenizer.json`` files, and reading back the ones streambpe writes.
+
+A model's own ``tokenizer.json``, with its normalizer, pre-tokenizer chain,
+added-token options and template, is read by :mod:`streambpe.formats.hf`
+(through ``Tokenizer.load``); this module holds the simple face used by
+:func:`streambpe.formats.save_tokenizer` and :func:`~streambpe.formats.load_tokenizer`.
 
 A ``tokenizer.json`` describes a whole pipeline. streambpe writes the one that
 reproduces tiktoken's ids: no normalizer; a pre-tokenizer that splits text with
@@ -31,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -46,18 +50,15 @@ from streambpe.formats.gpt2 import (
     parse_merge_line,
     read_json_file,
 )
-from streambpe.patterns import CL100K, GPT2
+from streambpe.formats.hf.pre_tokenizers import ONIGURUMA_SPELLINGS, POSSESSIVE_INTERVAL
+from streambpe.patterns import GPT2
 
 # ByteLevel options that leave bytes-to-characters spelling as the only job:
 # no prefix space (it would change ids) and no built-in GPT-2 regex (the Split
 # step before it already applied the pattern).
 _BYTE_LEVEL = {"add_prefix_space": False, "trim_offsets": False, "use_regex": False}
 
-# Oniguruma spellings of named patterns that it would otherwise misread (see the
-# module docstring); `(?>X{1,3})` is what the possessive `X{1,3}+` means.
-_ONIGURUMA_SPELLING = {CL100K: CL100K.replace(r"\p{N}{1,3}+", r"(?>\p{N}{1,3})")}
-_FROM_ONIGURUMA = {spelling: pattern for pattern, spelling in _ONIGURUMA_SPELLING.items()}
-_POSSESSIVE_INTERVAL = re.compile(r"(?<!\\)\{\d+(?:,\d*)?\}\+")
+_FROM_ONIGURUMA = {spelling: pattern for pattern, spelling in ONIGURUMA_SPELLINGS.items()}
 
 
 def write_hf_json(
@@ -293,8 +294,8 @@ def _pattern_of(steps: list[dict[str, object]]) -> str | None:
 
 
 def _oniguruma_spelling(pattern: str) -> str:
-    spelling = _ONIGURUMA_SPELLING.get(pattern, pattern)
-    if _POSSESSIVE_INTERVAL.search(spelling):
+    spelling = ONIGURUMA_SPELLINGS.get(pattern, pattern)
+    if POSSESSIVE_INTERVAL.search(spelling):
         raise ValueError(
             f"pattern {pattern!r} has a possessive interval like X{{1,3}}+, which tokenizers' "
             "regex engine reads as (X{1,3})+; write it as the atomic group (?>X{1,3})"

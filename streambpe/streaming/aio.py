@@ -24,11 +24,10 @@ True
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import TypeVar
 
@@ -36,12 +35,10 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from streambpe._support.progress import CancellableProgress, ProgressReporter, as_reporter
-from streambpe._support.utf8 import DecodeErrors
+from streambpe._support.progress import awaitable_in_thread
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode.encoder import Encoder
-from streambpe.sources.inputs import Inputs
-from streambpe.streaming.file_encoding import DEFAULT_ENCODE_CHUNK_SIZE, EncodeStats, encode_file
+from streambpe.streaming.file_encoding import encode_file
 
 #: Largest text slice a GIL-holding kernel encodes in one call: a few milliseconds of work.
 SLICE_CHARS = 64 * 1024
@@ -208,33 +205,11 @@ async def flatten(batches: AsyncIterable[list[ItemT]]) -> AsyncIterator[ItemT]:
             yield item
 
 
-async def aencode_file(
-    encoder: Encoder,
-    input_path: Inputs,
-    output_path: str | os.PathLike[str],
-    *,
-    workers: int | None = None,
-    dtype: str | None = None,
-    chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
-    errors: DecodeErrors = "strict",
-    progress: bool | ProgressReporter = False,
-    executor: Executor | None = None,
-) -> EncodeStats:
-    """Async :func:`~streambpe.streaming.file_encoding.encode_file`: same options, same result.
+aencode_file = awaitable_in_thread(
+    encode_file,
+    name="aencode_file",
+    doc="""Async :func:`~streambpe.streaming.file_encoding.encode_file`: same arguments, same result.
 
     Cancelling the awaiting task stops the workers and leaves no output file.
-    """
-    return await anyio.to_thread.run_sync(
-        partial(
-            encode_file,
-            encoder,
-            input_path,
-            output_path,
-            workers=workers,
-            dtype=dtype,
-            chunk_size=chunk_size,
-            errors=errors,
-            progress=CancellableProgress(as_reporter(progress)),
-            executor=executor,
-        )
-    )
+    """,
+)

@@ -36,7 +36,6 @@ from streambpe._support.utf8 import DecodeErrors
 from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
 from streambpe.encode.encoder import Encoder
 from streambpe.errors import ParameterError
-from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
 from streambpe.sources.inputs import Inputs, resolve_inputs
 from streambpe.streaming.parallel import encode_map
 
@@ -176,8 +175,8 @@ def iter_encoded_chunks(
         for byte_range in plan_byte_ranges(
             source,
             chunk_size=chunk_size,
-            special_tokens=list(encoder.special_tokens),
-            space_cuts=encoder.pattern in SPACE_SPLITTABLE_PATTERNS,
+            special_tokens=encoder.cut_tokens,
+            space_cuts=encoder.space_cuts,
         )
     ]
     reporter = as_reporter(progress)

@@ -45,10 +45,11 @@ IN_FLIGHT_PER_WORKER = 2
 def parallel_mode(encoder: Encoder) -> Mode:
     """``"threads"`` when ``encoder``'s work releases the GIL, else ``"processes"``.
 
-    The compiled core scans and merges text of the built-in patterns on the
-    string's own buffer without the GIL (``Encoder.releases_gil``); a custom
-    pattern runs through ``regex``, and the pure backend is Python
-    throughout, both holding it.
+    The compiled core scans and merges text on the string's own buffer
+    without the GIL (``Encoder.releases_gil``), for the built-in patterns and
+    any pattern its matcher compiles; a pattern outside that subset runs
+    through ``regex``, and the pure backend is Python throughout, both
+    holding it.
 
     >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, pattern=r"\\w+|\\W")
     >>> parallel_mode(encoder)

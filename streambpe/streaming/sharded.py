@@ -62,7 +62,6 @@ from streambpe._support.utf8 import DecodeErrors
 from streambpe.cutting.byte_ranges import byte_ranges_between
 from streambpe.encode.encoder import Encoder
 from streambpe.errors import ParameterError
-from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
 from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
 from streambpe.streaming.file_encoding import (
     DEFAULT_ENCODE_CHUNK_SIZE,
@@ -149,8 +148,8 @@ def _encode_shard(encoder: Encoder, task: _ShardTask) -> _ShardRecord:
         task.nominal_start,
         task.nominal_end,
         chunk_size=task.chunk_size,
-        special_tokens=list(encoder.special_tokens),
-        space_cuts=encoder.pattern in SPACE_SPLITTABLE_PATTERNS,
+        special_tokens=encoder.cut_tokens,
+        space_cuts=encoder.space_cuts,
     )
     tokens = 0
     if ranges:

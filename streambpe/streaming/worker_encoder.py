@@ -42,7 +42,9 @@ from typing import Any
 import xxhash
 
 from streambpe._support.atomic import atomic_write
+from streambpe.core.split_steps import Pretokenization, steps_from_data, steps_to_data
 from streambpe.encode.encoder import Encoder
+from streambpe.pipeline.documents import pipeline_document, pipeline_from_document
 
 _encoder: Encoder | None = None
 
@@ -76,6 +78,15 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _pattern_data(pattern: Pretokenization) -> object:
+    # A chain of split steps is a list of objects; a pattern stays a string.
+    return pattern if isinstance(pattern, str) else steps_to_data(pattern)
+
+
+def _pattern_from_data(data: object) -> Pretokenization:
+    return data if isinstance(data, str) else steps_from_data(data)
+
+
 def encoder_document(encoder: Encoder) -> bytes:
     """The encoder as canonical JSON: equal encoders give equal bytes, whatever their history.
 
@@ -85,12 +96,15 @@ def encoder_document(encoder: Encoder) -> bytes:
     state = encoder.__getstate__()
     document = {
         "format": _FORMAT,
-        "pattern": state["pattern"],
+        "pattern": _pattern_data(state["pattern"]),
         "cache_size": state["cache_size"],
         "special_tokens": sorted(state["special_tokens"].items()),
         "vocab": sorted((token_id, _b64(token)) for token_id, token in state["vocab"].items()),
         "ranks": sorted((_b64(token), rank) for token, rank in state["ranks"].items()),
     }
+    if state["pipeline"] is not None:
+        # Only when present, so other encoders keep the fingerprints they had.
+        document["pipeline"] = pipeline_document(state["pipeline"])
     return json.dumps(document, separators=(",", ":")).encode("utf-8")
 
 
@@ -126,8 +140,11 @@ def _encoder_from_document(document: bytes, origin: str) -> Encoder:
             "vocab": {token_id: base64.b64decode(token) for token_id, token in fields["vocab"]},
             "ranks": {base64.b64decode(token): rank for token, rank in fields["ranks"]},
             "special_tokens": dict(fields["special_tokens"]),
-            "pattern": fields["pattern"],
+            "pattern": _pattern_from_data(fields["pattern"]),
             "cache_size": fields["cache_size"],
+            "pipeline": (
+                pipeline_from_document(fields["pipeline"]) if "pipeline" in fields else None
+            ),
         }
     )
     return encoder

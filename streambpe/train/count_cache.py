@@ -30,35 +30,21 @@ Two ways to name the inputs' version (``docs/design.md``, "Scale-out"):
 from __future__ import annotations
 
 import marshal
-import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import xxhash
 
 from streambpe._support.atomic import atomic_write
+from streambpe._support.table_cache import default_cache_dir
 from streambpe.errors import ParameterError
 from streambpe.sources.inputs import InputFile
 from streambpe.sources.reading import read_range
 from streambpe.train.counting import WordCounts
+from streambpe.train.options import CACHE_KEYS, CacheKey
 
 _FORMAT_VERSION = 1
 _READ_BLOCK = 8 * 1024 * 1024
-
-
-def default_cache_dir() -> Path:
-    """``$STREAMBPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/streambpe``, else ``~/.cache/streambpe``."""
-    explicit = os.environ.get("STREAMBPE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "streambpe"
-
-
-#: How the cache names the inputs' version: their metadata (no reads) or their bytes.
-CacheKey = Literal["metadata", "content"]
-CACHE_KEYS: tuple[str, ...] = ("metadata", "content")
 
 
 def _add_field(hasher: xxhash.xxh3_128, field: str) -> None:

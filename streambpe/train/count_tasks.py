@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.cutting.byte_ranges import byte_ranges_between, read_text
@@ -56,15 +56,6 @@ class CountSettings:
     def space_cuts(self) -> bool:
         """True when the pattern allows cuts inside a document (``docs/design.md``, "Safe cuts")."""
         return self.pattern in SPACE_SPLITTABLE_PATTERNS
-
-
-class CountPart(Protocol):
-    """One part of a task: about ``size`` bytes of input, yielding texts counted independently."""
-
-    @property
-    def size(self) -> int: ...
-
-    def texts(self, settings: CountSettings) -> Iterator[str]: ...
 
 
 @dataclass(frozen=True)

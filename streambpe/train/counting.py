@@ -4,6 +4,7 @@ Counting is a pure function from (byte ranges, pattern, special tokens) to
 :data:`WordCounts`, so any ``concurrent.futures.Executor`` can run it and its
 results can be summed in any order (``docs/design.md``, "Determinism").
 
+>>> from streambpe.patterns import GPT2
 >>> counts = count_words_in_text("the cat<|endoftext|>the hat", GPT2, ["<|endoftext|>"])
 >>> sorted(counts.items())
 [(' cat', 1), (' hat', 1), ('the', 2)]
@@ -17,22 +18,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Executor
 from contextlib import ExitStack
 from functools import cache
-from typing import TypeGuard
 
 from streambpe import core
 from streambpe._support.executors import executor_workers, map_reduce, task_count
 from streambpe._support.pool import process_pool
-from streambpe._support.utf8 import DecodeErrors
 from streambpe.core import Pretokenizing
 from streambpe.cutting.specials import SpecialTokenScanner
-from streambpe.patterns import GPT2
-from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
-from streambpe.train.count_tasks import (
-    DEFAULT_CHUNK_SIZE,
-    CountSettings,
-    CountTask,
-    plan_count_tasks,
-)
+from streambpe.sources.inputs import InputFile
+from streambpe.train.count_tasks import CountTask, plan_count_tasks
+from streambpe.train.options import TrainOptions
 
 #: Word (a pretoken, as text) -> number of occurrences.
 WordCounts = dict[str, int]
@@ -192,37 +186,38 @@ def count_words(
 
 
 def count_words_in_inputs(
-    inputs: Inputs,
-    *,
-    pattern: str = GPT2,
-    special_tokens: Sequence[str] = (),
-    workers: int = 1,
-    executor: Executor | None = None,
-    tasks: int | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    errors: DecodeErrors = "strict",
-    input_format: str = "auto",
-    text_field: str = "text",
+    files: list[InputFile],
+    options: TrainOptions,
     progress_callback: ProgressCallback | None = None,
 ) -> WordCounts:
-    """Count the words of files (a path, a list, a glob, URLs): each file is its own stream.
+    """Count the words of resolved input files: each file is its own stream.
 
-    The result does not depend on ``workers``, ``executor``, ``tasks`` or ``chunk_size``.
+    The result does not depend on the workers, the executor, the task count
+    or the chunk size of ``options``.
+
+    >>> import pathlib, tempfile
+    >>> from streambpe.patterns import GPT2
+    >>> from streambpe.sources.inputs import resolve_inputs
+    >>> from streambpe.train.count_tasks import CountSettings
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> _ = path.write_text("the cat the")
+    >>> counts = count_words_in_inputs(resolve_inputs(path), TrainOptions(CountSettings(GPT2, ())))
+    >>> sorted(counts.items())
+    [(' cat', 1), (' the', 1), ('the', 1)]
     """
-    files = inputs if _is_resolved(inputs) else resolve_inputs(inputs)
-    settings = CountSettings(pattern, tuple(special_tokens), errors, chunk_size)
-    parallel = executor is not None or workers > 1
+    parallel = options.executor is not None or options.workers > 1
     planned = plan_count_tasks(
         files,
-        tasks=task_count(executor, fallback_workers=workers, tasks=tasks) if parallel else 1,
-        settings=settings,
-        input_format=input_format,
-        text_field=text_field,
+        tasks=task_count(options.executor, fallback_workers=options.workers, tasks=options.tasks)
+        if parallel
+        else 1,
+        settings=options.count,
+        input_format=options.input_format,
+        text_field=options.text_field,
     )
     return count_words(
-        planned, workers=workers, executor=executor, progress_callback=progress_callback
+        planned,
+        workers=options.workers,
+        executor=options.executor,
+        progress_callback=progress_callback,
     )
-
-
-def _is_resolved(inputs: Inputs) -> TypeGuard[list[InputFile]]:
-    return isinstance(inputs, list) and all(isinstance(item, InputFile) for item in inputs)

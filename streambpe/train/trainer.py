@@ -25,20 +25,17 @@ import time
 import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
-from functools import partial
 from pathlib import Path
-
-import anyio.to_thread
 
 from streambpe import core
 from streambpe._support.pool import resolve_workers
-from streambpe._support.progress import CancellableProgress, ProgressReporter, as_reporter
+from streambpe._support.progress import ProgressReporter, as_reporter, awaitable_in_thread
 from streambpe._support.utf8 import DecodeErrors, check_errors_policy
 from streambpe.cutting.specials import validate_special_tokens
 from streambpe.errors import ParameterError, VocabSizeWarning
 from streambpe.patterns import resolve_pattern
 from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
-from streambpe.train.count_cache import CacheKey, WordCountCache, fingerprint_inputs
+from streambpe.train.count_cache import WordCountCache, fingerprint_inputs
 from streambpe.train.count_tasks import (
     DEFAULT_CHUNK_SIZE,
     CountSettings,
@@ -46,6 +43,7 @@ from streambpe.train.count_tasks import (
     batch_count_tasks,
 )
 from streambpe.train.counting import WordCounts, count_words, count_words_in_inputs
+from streambpe.train.options import CacheKey, TrainOptions
 
 Vocab = dict[int, bytes]
 Merges = list[tuple[bytes, bytes]]
@@ -86,47 +84,25 @@ def build_vocab(special_tokens: Sequence[str], merges: Merges) -> Vocab:
 
 
 def _count_with_cache(
-    files: list[InputFile],
-    *,
-    settings: CountSettings,
-    workers: int,
-    executor: Executor | None,
-    tasks: int | None,
-    input_format: str,
-    text_field: str,
-    cache: bool | str | os.PathLike[str],
-    cache_key: CacheKey,
-    reporter: ProgressReporter,
+    files: list[InputFile], options: TrainOptions, reporter: ProgressReporter
 ) -> WordCounts:
     store: WordCountCache | None = None
     key = ""
-    if cache is not False:
-        store = WordCountCache(None if cache is True else Path(cache))
+    if options.cache is not False:
+        store = WordCountCache(None if options.cache is True else Path(options.cache))
         key = fingerprint_inputs(
             files,
-            pattern=settings.pattern,
-            special_tokens=settings.special_tokens,
-            errors=settings.errors,
-            reading=(input_format, text_field),
-            key=cache_key,
+            pattern=options.count.pattern,
+            special_tokens=options.count.special_tokens,
+            errors=options.count.errors,
+            reading=(options.input_format, options.text_field),
+            key=options.cache_key,
         )
         cached = store.load(key)
         if cached is not None:
             return cached
     with reporter.stage("counting", total=sum(f.size for f in files), unit="B") as advance:
-        counts = count_words_in_inputs(
-            files,
-            pattern=settings.pattern,
-            special_tokens=settings.special_tokens,
-            workers=workers,
-            executor=executor,
-            tasks=tasks,
-            chunk_size=settings.chunk_size,
-            errors=settings.errors,
-            input_format=input_format,
-            text_field=text_field,
-            progress_callback=advance,
-        )
+        counts = count_words_in_inputs(files, options, progress_callback=advance)
     if store is not None:
         store.store(key, counts)
     return counts
@@ -223,15 +199,9 @@ def train_bpe(
     """
     specials = validate_special_tokens(special_tokens)
     max_merges = check_vocab_size(vocab_size, specials)
-    resolved_pattern = resolve_pattern(pattern)
     check_errors_policy(errors)
-    files = resolve_inputs(input_path)
-    reporter = as_reporter(progress)
-
-    started = time.perf_counter()
-    word_counts = _count_with_cache(
-        files,
-        settings=CountSettings(resolved_pattern, tuple(specials), errors, chunk_size),
+    options = TrainOptions(
+        CountSettings(resolve_pattern(pattern), tuple(specials), errors, chunk_size),
         workers=resolve_workers(workers),
         executor=executor,
         tasks=tasks,
@@ -239,8 +209,13 @@ def train_bpe(
         text_field=text_field,
         cache=cache,
         cache_key=cache_key,
-        reporter=reporter,
     )
+    # Resolved here, once: everything below takes the resolved files.
+    files = resolve_inputs(input_path)
+    reporter = as_reporter(progress)
+
+    started = time.perf_counter()
+    word_counts = _count_with_cache(files, options, reporter)
     counted = time.perf_counter()
     result = _learn_merges(
         word_counts, specials, max_merges, vocab_size, corpus=_describe(files), reporter=reporter
@@ -303,46 +278,14 @@ def train_bpe_from_iterator(
     return result
 
 
-async def atrain_bpe(
-    input_path: Inputs,
-    vocab_size: int,
-    special_tokens: Sequence[str] | None = None,
-    *,
-    pattern: str = "gpt2",
-    workers: int | None = None,
-    executor: Executor | None = None,
-    tasks: int | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    errors: DecodeErrors = "strict",
-    input_format: InputFormat = "auto",
-    text_field: str = "text",
-    cache: bool | str | os.PathLike[str] = False,
-    cache_key: CacheKey = "metadata",
-    progress: bool | ProgressReporter = False,
-) -> tuple[Vocab, Merges]:
-    """Async :func:`train_bpe`: same arguments, same result; cancellable between steps.
+atrain_bpe = awaitable_in_thread(
+    train_bpe,
+    name="atrain_bpe",
+    doc="""Async :func:`train_bpe`: same arguments, same result; cancellable between steps.
 
     The work runs in a worker thread, so the event loop stays free; cancelling
     the awaiting task stops the counting at the next finished task: every
     counting task not yet started is cancelled (on the local pool or the
     caller's executor) before this returns.
-    """
-    return await anyio.to_thread.run_sync(
-        partial(
-            train_bpe,
-            input_path,
-            vocab_size,
-            special_tokens,
-            pattern=pattern,
-            workers=workers,
-            executor=executor,
-            tasks=tasks,
-            chunk_size=chunk_size,
-            errors=errors,
-            input_format=input_format,
-            text_field=text_field,
-            cache=cache,
-            cache_key=cache_key,
-            progress=CancellableProgress(as_reporter(progress)),
-        )
-    )
+    """,
+)
