@@ -39,6 +39,11 @@ full_tests=(
     tests/test_chunking.py
     tests/test_strict_readers.py
     tests/test_formats.py
+    tests/test_custom_patterns.py
+    tests/test_pattern_compiler.py
+    tests/test_split_steps.py
+    tests/test_long_text.py
+    tests/test_decode.py
 )
 
 mode=full
