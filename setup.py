@@ -8,6 +8,7 @@ pure-Python backend.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from setuptools import Extension, setup
@@ -47,7 +48,28 @@ class OptionalBuildExt(build_ext):
                 self.extensions.remove(ext)
 
 
+def _sanitizer_flags() -> list[str]:
+    """Compiler and linker flags for ``STREAMBPE_SANITIZE`` (e.g. ``address,undefined``).
+
+    A sanitized core is for testing only (``tests/sanitizer/run.sh``): it is
+    slower, and it loads only with the sanitizer runtimes preloaded.
+    """
+    sanitizers = os.environ.get("STREAMBPE_SANITIZE", "").strip()
+    if not sanitizers:
+        return []
+    # -O1 keeps reports' stacks close to the source; undefined behaviour
+    # aborts instead of printing and going on, so a test run fails on it.
+    return [
+        f"-fsanitize={sanitizers}",
+        "-fno-sanitize-recover=all",
+        "-fno-omit-frame-pointer",
+        "-g",
+        "-O1",
+    ]
+
+
 def _extensions() -> list[Extension]:
+    sanitize = _sanitizer_flags()
     native = Extension(
         "streambpe.core._native",
         sources=["streambpe/core/_native.pyx"],
@@ -59,7 +81,8 @@ def _extensions() -> list[Extension]:
             "streambpe/core/_pattern_impl.hpp",
         ],
         language="c++",
-        extra_compile_args=["-O3", "-std=c++17"],
+        extra_compile_args=["-O3", "-std=c++17", *sanitize],
+        extra_link_args=sanitize,
     )
     try:
         from Cython.Build import cythonize

@@ -481,14 +481,18 @@ def _binary_ids(stream: BinaryIO, path: Path, dtype: str, n_vocab: int) -> Itera
             raise _not_ids(
                 path,
                 dtype,
-                f"give id {ids[index]} at position {position + index}, "
+                f"give id {ids[index]} at position {position + index} (byte offset "
+                f"{(position + index) * itemsize}), "
                 f"but this tokenizer's ids end at {n_vocab - 1}",
             )
         position += len(ids)
         yield ids
     if leftover:
         raise _not_ids(
-            path, dtype, f"end with {len(leftover)} stray byte(s), not a whole id (wrong --dtype?)"
+            path,
+            dtype,
+            f"end with {len(leftover)} stray byte(s) at byte offset {position * itemsize}, "
+            "not a whole id (truncated, or the wrong --dtype?)",
         )
 
 

@@ -33,6 +33,7 @@ from streambpe.formats import (
     HF_FILE,
     METADATA_FILE,
     TokenizerFiles,
+    check_byte_level,
     check_creatable,
     load_tokenizer,
     save_tokenizer,
@@ -104,6 +105,7 @@ class Tokenizer(Encoder):
     ) -> Tokenizer:
         """Load GPT-2 style ``vocab.json`` and ``merges.txt`` (``#version`` header optional)."""
         vocab, merges = read_gpt2(vocab_path, merges_path)
+        check_byte_level(vocab.values(), vocab_path)
         return cls(vocab, merges, special_tokens, pattern=pattern)
 
     @classmethod
@@ -125,8 +127,10 @@ class Tokenizer(Encoder):
         >>> tok.encode("hi<|endoftext|>")
         [256, 257]
         """
+        ranks = read_tiktoken_cached(path)
+        check_byte_level(ranks, path)
         return cls.from_ranks(
-            read_tiktoken_cached(path),
+            ranks,
             pattern=pattern,
             special_tokens=special_tokens,
             cache_size=cache_size,
@@ -186,17 +190,22 @@ class Tokenizer(Encoder):
         target = Path(path)
         if target.is_dir():
             if (target / METADATA_FILE).exists():
-                return cls._from_files(load_tokenizer(target), cache_size)
+                return cls._from_files(load_tokenizer(target), cache_size, target)
             for name in (HF_FILE, TEKKEN_FILE):
                 if (target / name).exists():
                     return cls._from_json_file(target / name, cache_size)
-            return cls._from_files(load_tokenizer(target), cache_size)
+            return cls._from_files(load_tokenizer(target), cache_size, target)
         if not target.exists():
             raise FileNotFoundError(f"tokenizer path {str(target)!r} does not exist")
         return cls._from_json_file(target, cache_size)
 
     @classmethod
-    def _from_files(cls, files: TokenizerFiles, cache_size: int) -> Tokenizer:
+    def _from_files(cls, files: TokenizerFiles, cache_size: int, where: Path) -> Tokenizer:
+        special_ids = set(files.special_tokens.values())
+        check_byte_level(
+            (token for token_id, token in files.vocab.items() if token_id not in special_ids),
+            where,
+        )
         return cls(
             files.vocab,
             files.merges,

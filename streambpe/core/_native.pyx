@@ -807,6 +807,7 @@ cdef class BytePairEncoder:
     cdef unique_ptr[TextEncoder] state
     cdef Py_ssize_t cache_size
     cdef cbool busy
+    cdef cbool clear_when_done
     cdef object __weakref__
 
     def __cinit__(self, dict encoder, dict ranks, Py_ssize_t cache_size, *, _Vocabulary shared=None):
@@ -833,6 +834,12 @@ cdef class BytePairEncoder:
         self.busy = True
         return 0
 
+    cdef void _leave(self):
+        self.busy = False
+        if self.clear_when_done:
+            self.clear_when_done = False
+            self.state.get().cache().clear()
+
     def encode_pieces(self, list pieces not None, list out not None):
         """Append the ids of each piece (a ``str``) to ``out``, in order.
 
@@ -856,7 +863,7 @@ cdef class BytePairEncoder:
                     break
                 i += 1
         finally:
-            self.busy = False
+            self._leave()
             _extend_ids(out, self.vocabulary.ids, [], outputs)
         self._raise_for(problem, None)
 
@@ -933,7 +940,7 @@ cdef class BytePairEncoder:
                     out.frombytes(_id_bytes(self.vocabulary, special_values, outputs))
                 outputs.clear()
         finally:
-            self.busy = False
+            self._leave()
         self._raise_for(problem, text)
         return counted
 
@@ -1050,8 +1057,17 @@ cdef class BytePairEncoder:
         return (cache.hits(), cache.misses(), self.cache_size, cache.size())
 
     def clear_cache(self):
-        """Drop every cached piece and zero the counts."""
-        self.state.get().cache().clear()
+        """Drop every cached piece and zero the counts.
+
+        Called while another thread encodes with this object (the tokenizer's
+        ``clear_cache`` reaches every thread's kernel), the cache is emptied
+        as that call ends: emptying it under the running encode, which reads
+        it without the GIL, handed that encode torn entries and wrong ids.
+        """
+        if self.busy:
+            self.clear_when_done = True
+        else:
+            self.state.get().cache().clear()
 
 
 cdef int _read_specials(

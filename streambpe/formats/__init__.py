@@ -26,9 +26,11 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streambpe._support.utf8 import NEVER_IN_UTF8
 from streambpe.cutting.specials import validate_special_tokens
 from streambpe.errors import FormatError
 from streambpe.formats.gpt2 import read_gpt2, read_json_file, write_gpt2
@@ -39,6 +41,7 @@ from streambpe.patterns import GPT2
 __all__ = [
     "FORMATS",
     "TokenizerFiles",
+    "check_byte_level",
     "check_creatable",
     "load_tokenizer",
     "save_tokenizer",
@@ -164,6 +167,34 @@ def check_creatable(directory: str | os.PathLike[str]) -> None:
     if not folder.parent.is_dir():
         raise FileNotFoundError(
             f"cannot create {folder}: its parent directory {folder.parent} does not exist"
+        )
+
+
+def check_byte_level(tokens: Iterable[bytes], path: str | os.PathLike[str]) -> None:
+    """Raise :class:`FormatError` naming ``path`` unless ``tokens`` hold all 256 single bytes.
+
+    Byte-level BPE starts every piece from its bytes, so a vocabulary without
+    one of them cannot encode text containing it (tiktoken panics there);
+    saying so when the file is loaded names the file at fault. Bytes that
+    UTF-8 never holds (0xC0, 0xC1, 0xF5-0xFF) may be missing, as the encoder
+    allows.
+
+    >>> check_byte_level([bytes([i]) for i in range(0xF5)], "ok.tiktoken")
+    >>> check_byte_level([b"a", b"b", b"ab"], "tiny/vocab.json")
+    Traceback (most recent call last):
+    ...
+    streambpe.errors.FormatError: tiny/vocab.json: the vocabulary lacks 241 single-byte token(s) \
+(first: byte 0x00); a byte-level BPE vocabulary needs every byte that UTF-8 text can hold
+    """
+    present = {token[0] for token in tokens if len(token) == 1}
+    missing = [byte for byte in range(256) if byte not in present and byte not in NEVER_IN_UTF8]
+    if missing:
+        raise FormatError(
+            str(path),
+            None,
+            f"the vocabulary lacks {len(missing)} single-byte token(s) (first: byte "
+            f"0x{missing[0]:02x}); a byte-level BPE vocabulary needs every byte that UTF-8 "
+            "text can hold",
         )
 
 

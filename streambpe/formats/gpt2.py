@@ -37,6 +37,9 @@ from streambpe.formats.byte_unicode import decode_token, encode_token
 #: The header line GPT-2's own ``vocab.bpe`` starts with.
 MERGES_HEADER = "#version: 0.2"
 
+#: Token ids are ``uint32`` values (as in Hugging Face ``tokenizers`` and tiktoken).
+ID_LIMIT = 2**32
+
 
 def write_gpt2(
     directory: str | os.PathLike[str],
@@ -78,7 +81,9 @@ def read_gpt2(
 
     ``merges.txt`` may start with a ``#version`` header and end with blank
     lines. Anything malformed raises :class:`~streambpe.errors.FormatError`
-    naming the file and, where there is one, the 1-based line.
+    naming the file and, where there is one, the 1-based line; that includes
+    a merge whose sides or result are not tokens of ``vocab.json``, which
+    Hugging Face ``tokenizers`` refuses too (or panics on).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -92,7 +97,19 @@ def read_gpt2(
         vocab = decode_vocab(spelled)
     except ValueError as exc:
         raise FormatError(str(vocab_file), None, str(exc)) from exc
-    return vocab, read_merges(merges_path)
+    merges_file = Path(merges_path)
+    numbered = _read_numbered_merges(merges_file)
+    tokens = set(vocab.values())
+    for number, (left, right) in numbered:
+        unknown = next((t for t in (left, right, left + right) if t not in tokens), None)
+        if unknown is not None:
+            raise FormatError(
+                str(merges_file),
+                number,
+                f"merge {encode_token(left)} {encode_token(right)} uses token "
+                f"{encode_token(unknown)!r} ({unknown!r}), which is not in {vocab_file.name}",
+            )
+    return vocab, [merge for _, merge in numbered]
 
 
 def read_merges(path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
@@ -105,11 +122,15 @@ def read_merges(path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
     ...     read_merges(path)
     [(b' ', b't')]
     """
-    merges_file = Path(path)
+    return [merge for _, merge in _read_numbered_merges(Path(path))]
+
+
+def _read_numbered_merges(merges_file: Path) -> list[tuple[int, tuple[bytes, bytes]]]:
+    """The merges of ``merges_file``, each with its 1-based line number."""
     lines = _read_utf8(merges_file).split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
-    merges: list[tuple[bytes, bytes]] = []
+    merges: list[tuple[int, tuple[bytes, bytes]]] = []
     for number, raw_line in enumerate(lines, start=1):
         # "\r" is never part of a spelling (byte 13 is spelled "č"), so dropping
         # it only makes files saved with Windows line endings readable.
@@ -117,7 +138,7 @@ def read_merges(path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
         if number == 1 and line.startswith("#version"):
             continue
         try:
-            merges.append(parse_merge_line(line))
+            merges.append((number, parse_merge_line(line)))
         except ValueError as exc:
             raise FormatError(str(merges_file), number, str(exc)) from exc
     return merges
@@ -175,6 +196,11 @@ def decode_vocab(spelled: object) -> dict[int, bytes]:
         if isinstance(token_id, bool) or not isinstance(token_id, int) or token_id < 0:
             raise ValueError(
                 f"token {spelling!r} has id {token_id!r}; ids must be non-negative integers"
+            )
+        if token_id >= ID_LIMIT:
+            raise ValueError(
+                f"token {spelling!r} has id {token_id}, which does not fit 32 bits; "
+                f"ids must be below 2**32 = {ID_LIMIT}"
             )
         if token_id in vocab:
             raise ValueError(
@@ -266,6 +292,16 @@ def read_json_file(path: Path) -> object:
 
 def _read_utf8(path: Path) -> str:
     data = path.read_bytes()
+    # No tokenizer text file holds a raw NUL (GPT-2 spells byte 0 as "Ā", and
+    # JSON escapes it), so one means the file is corrupted or not text.
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise FormatError(
+            str(path),
+            data.count(b"\n", 0, nul) + 1,
+            f"NUL byte at byte offset {nul}: this file should be text; it is corrupted "
+            "or not the file expected here",
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

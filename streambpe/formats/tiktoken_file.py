@@ -31,6 +31,11 @@ from streambpe._support.atomic import atomic_write
 from streambpe.core.bpe import merge_piece
 from streambpe.errors import FormatError
 
+#: Ranks (and so ids) are ``uint32`` values below 2**32 - 1, which tiktoken
+#: reserves for "no merge": a token of that rank is found only as a whole
+#: piece, never merged, so tiktoken would give silently different ids.
+RANK_LIMIT = 2**32 - 1
+
 
 def write_tiktoken(
     path: str | os.PathLike[str],
@@ -83,16 +88,20 @@ def _spell(token: bytes) -> str:
 def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Read a ``.tiktoken`` file into ``{token bytes: rank}``.
 
-    Tokens are decoded as tiktoken's own loader decodes them (``b64decode``
-    without validation), so every file tiktoken loads loads here too. That
-    includes an empty token, spelled ``=`` (Whisper's multilingual vocabulary
-    has one): it keeps its id, decodes to nothing and is never produced by
-    encoding. Ranks must be plain decimal integers (tiktoken's ``int()`` would
-    also take ``+1``, ``1_0`` or ``-1``, which no real file holds and which
-    could not be token ids). Blank lines are skipped. A line without exactly
-    two fields, base64 that does not decode, a bad rank, or a token or rank
-    seen before raises :class:`~streambpe.errors.FormatError` naming the file
-    and line.
+    Base64 is read strictly: tiktoken's own loader skips characters outside
+    the alphabet (``!!!! 257`` becomes an empty token, a NUL inside a token
+    vanishes), which hides a corrupted file. The one leniency real files need
+    is kept: an empty token spelled with padding alone (``=``; Whisper's
+    multilingual vocabulary has one) keeps its id, decodes to nothing and is
+    never produced by encoding. Ranks must be plain decimal integers below
+    2**32 - 1: ids are ``uint32``, tiktoken refuses larger ones when it builds
+    the encoder, and it treats 2**32 - 1 as "no merge" (its ``int()`` would
+    also take ``+1``, ``1_0`` or ``-1``, which no real file holds). Blank lines are skipped. A line
+    without exactly two fields, bad base64, a bad rank, a token or rank seen
+    before, or a NUL byte raises :class:`~streambpe.errors.FormatError`
+    naming the file and line. (An empty file reads as no ranks; a tokenizer
+    built from it lacks the single bytes, see
+    :func:`streambpe.formats.check_byte_level`.)
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -102,9 +111,20 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
     {b'a': 0, b'b': 1}
     """
     source = Path(path)
+    data = source.read_bytes()
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
-    for number, line in enumerate(source.read_bytes().split(b"\n"), start=1):
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise FormatError(
+            str(source),
+            data.count(b"\n", 0, nul) + 1,
+            f"NUL byte at byte offset {nul}: a .tiktoken file is ASCII text; "
+            "this one is corrupted or not a ranks file",
+        )
+    # Ranks may leave gaps, as tiktoken allows: an id in a gap is simply
+    # unknown to decode, and no encoding ever produces it.
+    for number, line in enumerate(data.split(b"\n"), start=1):
         fields = line.split()
         if not fields:
             continue
@@ -114,7 +134,7 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
             )
         encoded, rank_text = fields
         try:
-            token = base64.b64decode(encoded)
+            token = _decode_token(encoded)
         except binascii.Error as exc:
             raise FormatError(
                 str(source), number, f"token {encoded!r} is not base64: {exc}"
@@ -125,6 +145,13 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
                 str(source), number, f"rank {rank_text!r} is not a non-negative integer"
             )
         rank = int(rank_text)
+        if rank >= RANK_LIMIT:
+            raise FormatError(
+                str(source),
+                number,
+                f"rank {rank} is too large: ranks are 32-bit token ids below 2**32 - 1 "
+                f"= {RANK_LIMIT} (tiktoken reserves {RANK_LIMIT} for 'no merge')",
+            )
         if token in ranks:
             raise FormatError(
                 str(source), number, f"token {token!r} already has rank {ranks[token]}"
@@ -136,6 +163,21 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
         ranks[token] = rank
         line_of_rank[rank] = number
     return ranks
+
+
+def _decode_token(encoded: bytes) -> bytes:
+    """A token's bytes from its base64 field, strictly, except ``=`` for the empty token.
+
+    >>> _decode_token(b"YQ=="), _decode_token(b"=")
+    (b'a', b'')
+    >>> _decode_token(b"!!!!")
+    Traceback (most recent call last):
+    ...
+    binascii.Error: Only base64 data is allowed
+    """
+    if not encoded.strip(b"="):
+        return b""
+    return base64.b64decode(encoded, validate=True)
 
 
 def merges_from_ranks(
