@@ -12,6 +12,7 @@ leftover is what makes a program hang at exit (docs/design.md, "Errors lose noth
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import threading
@@ -294,7 +295,9 @@ def _clean_up(pools: list[ProcessPoolExecutor], children: list[psutil.Process]) 
     for pool in pools:
         pool.shutdown(wait=False, cancel_futures=True)
     for child in children:
-        child.kill()
+        # Shutting the pools down above may already have ended it.
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
     psutil.wait_procs(children, timeout=5)
     for thread in _pool_threads():
         # A manager thread may be stuck reading a result its killed worker never

@@ -211,3 +211,47 @@ def test_fork_while_other_threads_encode(ranks: dict[bytes, int], backend: str) 
         for worker in workers:
             worker.join(JOIN_SECONDS)
     assert statuses == [0, 0, 0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_while_another_thread_holds_the_kernel_lock(
+    ranks: dict[bytes, int], backend: str
+) -> None:
+    """A fork while another thread is inside a kernel lock: the child still gets a kernel.
+
+    The thread holds the lock across the moment ``fork`` is called; the fork
+    waits for it (the lock is taken before forking), so the child's copy of
+    the lock is free. Without that, the child's first encode waits for ever.
+    """
+    tokenizer = Tokenizer.from_ranks(ranks, pattern="gpt2", cache_size=SMALL_CACHE)
+    text = thread_text(11)
+    expected = tokenizer.encode_ordinary(text)
+    lock = tokenizer._thread_kernels()._lock
+    held = threading.Event()
+
+    def hold_the_lock() -> None:
+        with lock:
+            held.set()
+            time.sleep(0.3)
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    try:
+        held.wait(JOIN_SECONDS)
+        # A fresh thread of the child has no kernel yet: it must take the lock.
+        pid = os.fork()
+        if pid == 0:
+            status = 3
+            try:
+                results: list[list[int]] = []
+                child_thread = threading.Thread(
+                    target=lambda: results.append(tokenizer.encode_ordinary(text))
+                )
+                child_thread.start()
+                child_thread.join(JOIN_SECONDS)
+                status = 0 if results == [expected] else 1
+            finally:
+                os._exit(status)
+        assert wait_for_child(pid) == 0
+    finally:
+        holder.join(JOIN_SECONDS)

@@ -24,6 +24,7 @@ largest number of threads that encoded at once.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
@@ -38,6 +39,22 @@ class _Lease:
 
     def __init__(self, kernel: PieceEncoding) -> None:
         self.kernel = kernel
+
+
+#: Every ThreadKernels alive, so that a forked child can renew their locks.
+_ALL_KERNELS: weakref.WeakSet[ThreadKernels] = weakref.WeakSet()
+
+
+def _renew_locks_in_child() -> None:
+    # A lock another thread held at the fork stays held for ever in the
+    # child, where that thread never runs again; the child has one thread
+    # when this runs, so fresh locks are safe.
+    for kernels in list(_ALL_KERNELS):
+        kernels._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks_in_child)
 
 
 class ThreadKernels:
@@ -68,6 +85,7 @@ class ThreadKernels:
         self._idle: list[PieceEncoding] = [self._first]
         # Every kernel handed out, for the cache counts.
         self._live: weakref.WeakSet[PieceEncoding] = weakref.WeakSet()
+        _ALL_KERNELS.add(self)
 
     def piece_encoder(self) -> PieceEncoding:
         """The calling thread's piece encoder (an idle one, or a new fork, on its first call)."""
@@ -78,12 +96,16 @@ class ThreadKernels:
                 self._live.add(kernel)
             lease = _Lease(kernel)
             # Runs when the thread's storage is freed, as the thread ends.
-            weakref.finalize(lease, self._give_back, kernel)
+            weakref.finalize(lease, self._give_back, kernel, os.getpid())
             self._local.lease = lease
         return lease.kernel
 
-    def _give_back(self, kernel: PieceEncoding) -> None:
-        with self._lock:
+    def _give_back(self, kernel: PieceEncoding, leased_in: int) -> None:
+        # No lock: list.append is atomic, and in a forked child this runs
+        # while the other threads' states are cleared, before the fork hooks
+        # renew the locks. A kernel leased by a thread of the parent may have
+        # been mid-encode at the fork, so a child does not reuse it.
+        if os.getpid() == leased_in:
             self._idle.append(kernel)
 
     def _kernels(self) -> list[PieceEncoding]:
