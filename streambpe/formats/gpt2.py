@@ -33,6 +33,7 @@ from pathlib import Path
 from streambpe._support.atomic import atomic_write
 from streambpe.errors import FormatError
 from streambpe.formats.byte_unicode import decode_token, encode_token
+from streambpe.formats.text_files import refuse_nul_bytes
 
 #: The header line GPT-2's own ``vocab.bpe`` starts with.
 MERGES_HEADER = "#version: 0.2"
@@ -292,16 +293,7 @@ def read_json_file(path: Path) -> object:
 
 def _read_utf8(path: Path) -> str:
     data = path.read_bytes()
-    # No tokenizer text file holds a raw NUL (GPT-2 spells byte 0 as "Ā", and
-    # JSON escapes it), so one means the file is corrupted or not text.
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise FormatError(
-            str(path),
-            data.count(b"\n", 0, nul) + 1,
-            f"NUL byte at byte offset {nul}: this file should be text; it is corrupted "
-            "or not the file expected here",
-        )
+    refuse_nul_bytes(str(path), data, "this file should be text")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -30,6 +30,7 @@ from pathlib import Path
 from streambpe._support.atomic import atomic_write
 from streambpe.core.bpe import merge_piece
 from streambpe.errors import FormatError
+from streambpe.formats.text_files import refuse_nul_bytes
 
 #: Ranks (and so ids) are ``uint32`` values below 2**32 - 1, which tiktoken
 #: reserves for "no merge": a token of that rank is found only as a whole
@@ -114,14 +115,7 @@ def read_tiktoken(path: str | os.PathLike[str]) -> dict[bytes, int]:
     data = source.read_bytes()
     ranks: dict[bytes, int] = {}
     line_of_rank: dict[int, int] = {}
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise FormatError(
-            str(source),
-            data.count(b"\n", 0, nul) + 1,
-            f"NUL byte at byte offset {nul}: a .tiktoken file is ASCII text; "
-            "this one is corrupted or not a ranks file",
-        )
+    refuse_nul_bytes(str(source), data, "a .tiktoken file is ASCII text")
     # Ranks may leave gaps, as tiktoken allows: an id in a gap is simply
     # unknown to decode, and no encoding ever produces it.
     for number, line in enumerate(data.split(b"\n"), start=1):
