@@ -30,8 +30,6 @@ from streambpe.core.split_steps import Pretokenization, describe_pattern, descri
 from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
 from streambpe.errors import ParameterError
 from streambpe.formats import (
-    HF_FILE,
-    METADATA_FILE,
     TokenizerFiles,
     check_byte_level,
     check_creatable,
@@ -39,6 +37,7 @@ from streambpe.formats import (
     save_tokenizer,
 )
 from streambpe.formats.cached_ranks import read_tiktoken_cached
+from streambpe.formats.directory import HF_FILE, METADATA_FILE
 from streambpe.formats.gpt2 import read_gpt2, read_json_file
 from streambpe.formats.hf import read_hf_tokenizer
 from streambpe.formats.tekken import TEKKEN_FILE, is_tekken_document, read_tekken

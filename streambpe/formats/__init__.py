@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from streambpe.formats.directory import (
     FORMATS,
-    HF_FILE,
-    METADATA_FILE,
     TokenizerFiles,
     check_byte_level,
     check_creatable,
@@ -31,8 +29,6 @@ from streambpe.formats.directory import (
 
 __all__ = [
     "FORMATS",
-    "HF_FILE",
-    "METADATA_FILE",
     "TokenizerFiles",
     "check_byte_level",
     "check_creatable",

@@ -13,25 +13,8 @@ together for the encoder.
 from __future__ import annotations
 
 from streambpe.pipeline.added_tokens import AddedToken
-from streambpe.pipeline.normalizers import (
-    Lowercase,
-    Normalizer,
-    NormalizerSequence,
-    Prepend,
-    Replace,
-    UnicodeForm,
-)
+from streambpe.pipeline.normalizers import Normalizer
 from streambpe.pipeline.templates import Template
 from streambpe.pipeline.text import TextPipeline
 
-__all__ = [
-    "AddedToken",
-    "Lowercase",
-    "Normalizer",
-    "NormalizerSequence",
-    "Prepend",
-    "Replace",
-    "Template",
-    "TextPipeline",
-    "UnicodeForm",
-]
+__all__ = ["AddedToken", "Normalizer", "Template", "TextPipeline"]
