@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from streambpe.cutting.specials import SpecialTokenScanner
 from streambpe.encode.encoder import fix_surrogates
 from streambpe.errors import ParameterError
+from streambpe.formats.text_files import first_repeat
 from streambpe.patterns import compile_pattern
 from streambpe.tokenizer import Tokenizer
 
@@ -562,15 +563,13 @@ def _check_ranks(
     """tiktoken's checks of an encoding's ranks, as errors that say what is wrong."""
     if not mergeable_ranks:
         raise ParameterError(f"encoding {name!r} has no mergeable_ranks")
-    if len(set(mergeable_ranks.values())) != len(mergeable_ranks):
-        seen: dict[int, bytes] = {}
-        for token, rank in mergeable_ranks.items():
-            if rank in seen:
-                raise ParameterError(
-                    f"encoding {name!r}: tokens {seen[rank]!r} and {token!r} both have rank "
-                    f"{rank}; each rank is a token id, so ranks must be distinct"
-                )
-            seen[rank] = token
+    repeat = first_repeat(mergeable_ranks)
+    if repeat is not None:
+        first, second, rank = repeat
+        raise ParameterError(
+            f"encoding {name!r}: tokens {first!r} and {second!r} both have rank "
+            f"{rank}; each rank is a token id, so ranks must be distinct"
+        )
     if explicit_n_vocab:
         count = len(mergeable_ranks) + len(special_tokens)
         largest = max(max(mergeable_ranks.values()), max(special_tokens.values(), default=0))
