@@ -10,10 +10,14 @@ Every pool opened here is finished before the ``with`` block returns, whether
 it ends normally, by an error, by Ctrl-C or by a cancelled caller: a process
 pool's workers are gone and its manager thread is joined, a thread pool's
 threads have ended, so nothing is left for the interpreter to wait on at exit.
+A wait for a process pool's result notices a worker that died
+(:func:`result_or_worker_error`).
 
->>> with local_pool(pool_size(2, ["one task"]), "threads") as pool:
-...     pool.submit(abs, -1).result(), pool_size(2, ["one task"])
-(1, 1)
+>>> pool_size(2, ["a", "b", "c"]), pool_size(4, ["a"])
+(2, 1)
+>>> with local_pool(2, "threads") as pool:
+...     pool.submit(abs, -1).result()
+1
 """
 
 from __future__ import annotations
