@@ -3,11 +3,11 @@
 Any ``concurrent.futures.Executor`` runs the tasks: a local pool
 (:mod:`streambpe._support.pool` opens those), a Dask ``client.get_executor()``,
 or :class:`RayExecutor` over ``ray.remote``. The engine schedules, retries and
-moves data; this module holds the two ways streambpe runs tasks on one, and
-decides the rest (``docs/design.md``, "Scale-out"):
+moves data. This module holds the two ways streambpe runs tasks on one,
+:func:`ordered_map` (results in task order: encoding) and :func:`map_reduce`
+(their sum: training's word counts), and decides four things
+(``docs/design.md``, "Scale-out"):
 
-* :func:`ordered_map` yields results in task order (encoding);
-  :func:`map_reduce` sums them (training's word counts);
 * how many tasks may be out at once: :func:`in_flight_bound`, a small
   factor times the executor's worker count, which bounds memory whatever the
   number of tasks;
@@ -279,8 +279,9 @@ def ordered_map(
     closing cancels the tasks not yet started at once, rather than whenever
     the garbage collector finalizes the generator.
 
-    Results come back through the executor's own futures, whatever the
-    engine: a waiting caller notices a dead local worker
+    Results come back through the executor's own futures on every engine
+    (Dask and Ray included: there is nothing to sum on the cluster), and a
+    wait notices a dead local worker
     (:func:`~streambpe._support.pool.result_or_worker_error`).
     """
     if executor is None:
