@@ -95,20 +95,23 @@ def encode_map(
     """
     with ExitStack() as cleanup:
         count = pool_size(workers, tasks)
-        pool: Executor | None = executor
-        if executor is None and count <= 1:
-            # In this process, with no global state: concurrent calls cannot mix encoders.
-            run: Callable[[TaskT], ResultT] = partial(function, encoder)
-        elif executor is None and parallel_mode(encoder) == "threads":
-            pool = cleanup.enter_context(local_pool(count, "threads"))
+        # Where the tasks run: the caller's executor, a pool started here, or
+        # (one worker) this process, with no global state, so that concurrent
+        # calls cannot mix encoders.
+        pool = executor
+        if executor is None and count > 1:
+            if parallel_mode(encoder) == "threads":
+                pool = cleanup.enter_context(local_pool(count, "threads"))
+            else:
+                installing = (worker_encoder.install, (encoder,))
+                pool = cleanup.enter_context(local_pool(count, "processes", *installing))
+        # How the encoder reaches them: threads of this process share it, the
+        # processes started here had it installed, any other worker loads it once.
+        run: Callable[[TaskT], ResultT]
+        if pool is None or isinstance(pool, ThreadPoolExecutor):
             run = partial(function, encoder)
         elif executor is None:
-            pool = cleanup.enter_context(
-                local_pool(count, "processes", worker_encoder.install, (encoder,))
-            )
             run = partial(_run_installed, function)
-        elif isinstance(executor, ThreadPoolExecutor):
-            run = partial(function, encoder)
         else:
             reference = cleanup.enter_context(worker_encoder.staged(encoder, staging_dir))
             run = partial(_run_referenced, function, reference)
