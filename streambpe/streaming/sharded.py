@@ -59,7 +59,7 @@ import xxhash
 from streambpe._support.atomic import atomic_write
 from streambpe._support.progress import ProgressReporter, as_reporter
 from streambpe._support.utf8 import DecodeErrors
-from streambpe.cutting.byte_ranges import byte_ranges_between
+from streambpe.cutting.byte_ranges import Cuts, Span
 from streambpe.encode.encoder import Encoder
 from streambpe.errors import ParameterError
 from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
@@ -143,14 +143,8 @@ def _write_record(task: _ShardTask, record: _ShardRecord) -> None:
 
 def _encode_shard(encoder: Encoder, task: _ShardTask) -> _ShardRecord:
     """Write one shard (in a worker): find its cuts, encode range by range, rename, record it."""
-    ranges = byte_ranges_between(
-        task.source,
-        task.nominal_start,
-        task.nominal_end,
-        chunk_size=task.chunk_size,
-        special_tokens=encoder.cut_tokens,
-        space_cuts=encoder.space_cuts,
-    )
+    span = Span(task.source, task.nominal_start, task.nominal_end)
+    ranges = span.byte_ranges(Cuts(encoder.cut_tokens, encoder.space_cuts, task.chunk_size))
     tokens = 0
     if ranges:
         with atomic_write(Path(task.folder) / task.name) as sink:
