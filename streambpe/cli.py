@@ -38,7 +38,7 @@ from streambpe.core.split_steps import steps_to_data
 from streambpe.errors import FormatError, StreamBPEError
 from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
-from streambpe.streaming.sharded import DEFAULT_SHARD_BYTES
+from streambpe.streaming.options import DEFAULT_SHARD_BYTES
 from streambpe.tokenizer import Tokenizer
 from streambpe.train.count_tasks import INPUT_FORMATS
 from streambpe.train.options import CACHE_KEYS
@@ -361,7 +361,7 @@ def _run_encode(args: argparse.Namespace) -> int:
         text = decode_utf8_stream(io.BufferedReader(stdin, _READ_BLOCK), "<stdin>", args.errors)
         batches = tokenizer.iter_id_batches(text)
     else:
-        batches = tokenizer.iter_file_ids(
+        batches = tokenizer.iter_file_id_batches(
             args.input,
             workers=args.workers,
             errors=args.errors,
