@@ -49,6 +49,17 @@ MIB = 1 << 20
 
 ItemT = TypeVar("ItemT")
 
+#: Options of ``streambpe train`` that ``train_bpe`` takes under the same names.
+_TRAIN_KEYWORDS = (
+    "pattern",
+    "workers",
+    "errors",
+    "input_format",
+    "text_field",
+    "cache",
+    "cache_key",
+)
+
 #: What ``add_subparsers`` returns: each ``_add_*_command`` adds one subcommand to it.
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -250,14 +261,8 @@ def _run_train(args: argparse.Namespace) -> int:
         args.input,
         args.vocab_size,
         args.special_token,
-        pattern=args.pattern,
-        workers=args.workers,
-        errors=args.errors,
-        input_format=args.input_format,
-        text_field=args.text_field,
-        cache=args.cache,
-        cache_key=args.cache_key,
         progress=_reporter(args),
+        **{name: getattr(args, name) for name in _TRAIN_KEYWORDS},
     )
     tokenizer = Tokenizer(vocab, merges, args.special_token, pattern=args.pattern)
     tokenizer.save(args.out, format=args.format)
