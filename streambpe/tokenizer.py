@@ -24,7 +24,7 @@ from typing import Any
 from streambpe._support.atomic import atomic_write
 from streambpe.core.bpe import ranks_from_merges
 from streambpe.core.split_steps import Pretokenization, describe_pattern, describe_steps
-from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
+from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, Encoder
 from streambpe.errors import ParameterError
 from streambpe.formats import (
     HF_FILE,
@@ -323,31 +323,11 @@ class Tokenizer(Encoder):
 
     # ----------------------------------------------------------------- streaming
 
-    def encode_batch(
-        self,
-        texts: Sequence[str],
-        *,
-        allowed_special: SpecialSet | object = UNSET,
-        disallowed_special: SpecialSet | object = UNSET,
-        workers: int | None = None,
-    ) -> list[list[int]]:
-        """Encode many texts (keywords as in :meth:`encode`); large batches use worker processes.
-
-        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch(["a", "b"])
-        [[97], [98]]
-        """
-        return batch.encode_batch(
-            self,
-            texts,
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            workers=workers,
-        )
-
     # The streaming entry points are the functions of :mod:`streambpe.streaming`,
     # bound as methods (``self`` is their ``encoder``): one signature and one
     # docstring for each, however it is called.
 
+    encode_batch = batch.encode_batch
     #: Async twin of :meth:`iter_id_batches`: an async iterator of id *batches*
     #: (:func:`streambpe.flatten` turns them into single ids).
     aiter_id_batches = aio.aiter_id_batches

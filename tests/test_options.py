@@ -23,7 +23,7 @@ from streaming_helpers import EOT, fresh_r50k_tokenizer, read_ids
 import streambpe
 import streambpe.sources.inputs
 from streambpe.errors import ParameterError
-from streambpe.streaming import aio, file_encoding, sharded
+from streambpe.streaming import aio, batch, file_encoding, sharded
 from streambpe.streaming.options import EncodeOptions
 from streambpe.tokenizer import Tokenizer
 
@@ -206,6 +206,7 @@ def test_aiter_id_batches_is_aencode_iterable(tok: Tokenizer) -> None:
 
 def test_the_tokenizer_methods_are_the_streaming_functions() -> None:
     """One signature per entry point: the methods are the module functions, bound."""
+    assert Tokenizer.encode_batch is batch.encode_batch
     assert Tokenizer.encode_file is file_encoding.encode_file
     assert Tokenizer.iter_file_id_batches is file_encoding.iter_file_id_batches
     assert Tokenizer.encode_files is sharded.encode_files
