@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "_native_impl.hpp"
+#include "_hash_table.hpp"
 #include "_pretokenize_impl.hpp"
 
 namespace streambpe {
