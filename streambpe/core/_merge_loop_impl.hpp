@@ -17,14 +17,14 @@
 
 namespace streambpe {
 
-// The training merge loop of merge_loop.MergeState, on native arrays: all
-// words' symbols in one vector (each word merged in place, shrinking within
-// its own span), per-pair counts and word lists, and a lazy max-heap. Words
-// are appended with add_word; build() counts the initial pairs; each step()
-// makes one merge.
-class MergeLoop {
+// The training merge loop of merge_loop.MergeState, its twin, on native
+// arrays: all words' symbols in one vector (each word merged in place,
+// shrinking within its own span), per-pair counts and word lists, and a lazy
+// max-heap. Words are appended with add_word; build() counts the initial
+// pairs; each step() makes one merge.
+class MergeState {
 public:
-    MergeLoop() {
+    MergeState() {
         for (int byte = 0; byte < 256; ++byte) tokens_.emplace_back(1, char(byte));
     }
 

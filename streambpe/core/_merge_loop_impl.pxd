@@ -8,7 +8,7 @@ from libcpp.vector cimport vector
 
 
 cdef extern from "_merge_loop_impl.hpp" namespace "streambpe" nogil:
-    cdef cppclass MergeLoop:
+    cdef cppclass MergeState:
         void add_word(const uint8_t* word, size_t n, int64_t count)
         void build()
         cbool step()

@@ -8,7 +8,7 @@ without the GIL); this module only converts between Python objects and native
 arrays and decides when to hold the GIL, as tiktoken's ``py.rs`` does beside
 its ``lib.rs``. Each header is declared in the ``.pxd`` of the same name:
 
-- ``_merge_loop_impl.hpp``, :mod:`~streambpe.core.merge_loop`: ``MergeLoop``,
+- ``_merge_loop_impl.hpp``, :mod:`~streambpe.core.merge_loop`: ``MergeState``,
   behind :func:`learn_merges`.
 - ``_pretokenize_impl.hpp``, :mod:`~streambpe.core.pretokenize`: the scanners of
   the built-in patterns and ``ClassTable``, behind :class:`Pretokenizer`.
@@ -61,7 +61,7 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 from streambpe.core._counting_impl cimport WordCounts, WordCountsEntry
-from streambpe.core._merge_loop_impl cimport MergeLoop
+from streambpe.core._merge_loop_impl cimport MergeState
 from streambpe.core._native_glue cimport extend_ids, piece_list
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
@@ -107,7 +107,7 @@ def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
         raise TypeError(f"word_counts must be a dict, not {type(word_counts).__name__}")
     if max_merges < 0:
         raise ValueError(f"max_merges must be >= 0, got {max_merges}")
-    cdef MergeLoop loop
+    cdef MergeState loop
     cdef Py_ssize_t position = 0
     cdef PyObject* key
     cdef PyObject* value
