@@ -147,22 +147,7 @@ PUBLIC_PACKAGES = sorted(
 )
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(
-            package,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="core/__init__.py's __all__ comes with the native branch of issue 27; "
-                "drop this mark when it lands",
-            ),
-        )
-        if package == "streambpe.core"
-        else package
-        for package in PUBLIC_PACKAGES
-    ],
-)
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
 def test_public_packages_say_what_they_export(package: str) -> None:
     """Guards the surface: a public package lists its names in ``__all__``, and each resolves."""
     imported = importlib.import_module(package)

@@ -32,13 +32,33 @@ from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from streambpe.core import merge_loop
-from streambpe.core.piece_encoder import PieceEncoder
-from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
-from streambpe.core.piece_encoder import SpecialSpan as SpecialSpan
+from streambpe.core.piece_encoder import PieceEncoder, Pretokenizing, SpecialSpan
 from streambpe.core.pretokenize import Pretokenizer
 from streambpe.core.split_steps import Pretokenization, StepsPretokenizer
 from streambpe.core.token_decoder import TokenDecoder
 from streambpe.patterns import BUILT_IN_PATTERNS
+
+__all__ = [
+    "NATIVE",
+    "PYTHON",
+    "Backend",
+    "LearnMerges",
+    "MergeCallback",
+    "PieceEncoding",
+    "PieceEncodingFactory",
+    "PretokenizerFactory",
+    "Pretokenizing",
+    "SpecialSpan",
+    "TokenDecoding",
+    "TokenDecodingFactory",
+    "active_backend",
+    "available_backends",
+    "pretokenizer_engine",
+    "python_pretokenizer",
+    "select_backend",
+    "using_backend",
+]
+
 
 #: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
 MergeCallback = Callable[[], None]
