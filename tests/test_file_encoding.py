@@ -1,4 +1,4 @@
-"""``encode_file`` / ``iter_file_ids``: files of any size to ``.bin`` ids.
+"""``encode_file`` / ``iter_file_id_batches``: files of any size to ``.bin`` ids.
 
 Guards: the ids equal ``encode`` of the whole file for every worker count and
 chunk size (docs/design.md, "Safe cuts" and "Determinism"); the dtype follows the vocabulary; the stats
@@ -111,13 +111,13 @@ def test_encode_file_equals_encode(
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_iter_file_ids_yields_the_ids_without_writing(
+def test_iter_file_id_batches_yields_the_ids_without_writing(
     gpt2_tok: Tokenizer, inputs: dict[str, Path], workers: int
 ) -> None:
-    """``iter_file_ids`` gives the same ids, in chunks, and writes nothing anywhere."""
+    """``iter_file_id_batches`` gives the same ids, in chunks, and writes nothing anywhere."""
     source = inputs["multilingual"]
     before = listing(source.parent)
-    chunks = list(gpt2_tok.iter_file_ids(source, workers=workers, chunk_size=20_000))
+    chunks = list(gpt2_tok.iter_file_id_batches(source, workers=workers, chunk_size=20_000))
     assert len(chunks) > 2
     assert [i for chunk in chunks for i in chunk] == gpt2_tok.encode(
         source.read_bytes().decode("utf-8")
@@ -126,13 +126,13 @@ def test_iter_file_ids_yields_the_ids_without_writing(
 
 
 @pytest.mark.parametrize("mode", ["processes", "threads"])
-def test_abandoned_iter_file_ids_stops_its_workers(
+def test_abandoned_iter_file_id_batches_stops_its_workers(
     gpt2_tok: Tokenizer, inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     """Closing the generator after one chunk shuts the pool down: no worker process or thread survives."""
     monkeypatch.setattr(streambpe.streaming.parallel, "parallel_mode", lambda encoder: mode)
     children = child_pids()
-    chunks = gpt2_tok.iter_file_ids(inputs["multilingual"], workers=2, chunk_size=5000)
+    chunks = gpt2_tok.iter_file_id_batches(inputs["multilingual"], workers=2, chunk_size=5000)
     assert next(chunks)
     workers = new_children(children) if mode == "processes" else encode_threads()
     assert workers, "the pool should be running while chunks are pending"
@@ -187,7 +187,7 @@ def test_several_inputs_are_encoded_one_after_another(
     assert stats.bytes == sum(inputs[n].stat().st_size for n in names)
     folder = inputs["multilingual"].parent
     every = sorted(folder.glob("*.txt"))
-    ids = [i for chunk in gpt2_tok.iter_file_ids(str(folder / "*.txt")) for i in chunk]
+    ids = [i for chunk in gpt2_tok.iter_file_id_batches(str(folder / "*.txt")) for i in chunk]
     assert ids == [i for path in every for i in gpt2_tok.encode(path.read_bytes().decode())]
 
 
@@ -225,7 +225,7 @@ def test_encode_file_on_a_callers_executor(
         stats = gpt2_tok.encode_file(
             source.name, os.path.relpath(out / "ids.bin"), chunk_size=20_000, executor=executor
         )
-        chunks = list(gpt2_tok.iter_file_ids(source.name, chunk_size=20_000, executor=executor))
+        chunks = list(gpt2_tok.iter_file_id_batches(source.name, chunk_size=20_000, executor=executor))
     assert (out / "ids.bin").read_bytes() == (tmp_path / "default.bin").read_bytes()
     assert stats.tokens == sum(map(len, chunks)) == (out / "ids.bin").stat().st_size // 2
     assert [i for chunk in chunks for i in chunk] == read_ids(out / "ids.bin", "uint16")
@@ -427,7 +427,7 @@ def test_errors_replace_substitutes_u_fffd(
     replaced = data.decode("utf-8", errors="replace")
     assert "\ufffd" in replaced
     assert read_ids(tmp_path / "out.bin", stats.dtype) == gpt2_tok.encode(replaced)
-    ids = list(gpt2_tok.iter_file_ids(source, workers=workers, chunk_size=8192, errors="replace"))
+    ids = list(gpt2_tok.iter_file_id_batches(source, workers=workers, chunk_size=8192, errors="replace"))
     assert [i for chunk in ids for i in chunk] == gpt2_tok.encode(replaced)
 
 
