@@ -626,9 +626,16 @@ public:
     void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
         if (sets_ == 0) return;
         Line* set = set_of(hash);
-        if (set[ways_ - 1].count == 0) ++size_;  // the evicted line was free
-        std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
-        Line& line = set[0];
+        Line* slot = set + (ways_ - 1);
+        if (slot->count == 0) {
+            ++size_;  // the set has a free line: the new piece goes first
+            std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
+            slot = set;
+        } else if ((++full_puts_ & (FRONT_EVERY - 1)) == 0) {
+            std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
+            slot = set;
+        }
+        Line& line = *slot;
         line.hash = hash;
         line.length = uint8_t(n);
         line.count = uint8_t(count);
@@ -639,12 +646,16 @@ public:
     void clear() {
         if (sets_ > 0) std::memset(lines_, 0, sets_ * ways_ * sizeof(Line));
         size_ = 0;
+        full_puts_ = 0;
     }
 
     size_t size() const { return size_; }
 
 private:
     static constexpr size_t WAYS = 4;
+    // A piece stored into a full set replaces the least recently used line
+    // and stays last, except one in FRONT_EVERY, which goes first.
+    static constexpr size_t FRONT_EVERY = 32;
     static_assert(LINE % 64 == 0 && LINE - 12 <= 255, "whole cache lines; lengths fit a byte");
     struct alignas(64) Line {
         uint64_t hash;
@@ -663,6 +674,7 @@ private:
     void* raw_;
     Line* lines_;
     size_t size_ = 0;
+    size_t full_puts_ = 0;  // pieces stored into a full set
 };
 
 // Piece bytes -> output indexes, bounded by ``maxsize`` entries in all.
