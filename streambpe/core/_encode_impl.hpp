@@ -146,6 +146,8 @@ public:
         const uint64_t bit = position(key);
         return (words_[bit / 64] >> (bit % 64)) & 1;
     }
+    // Starts loading the word that may_contain(key) reads.
+    PREFETCHER void prefetch(uint64_t key) const { __builtin_prefetch(&words_[position(key) / 64]); }
 
     void save(ImageWriter& image) const { image.sequence(words_); }
     bool load(ImageReader& image) {
@@ -309,6 +311,7 @@ public:
     // False for most pieces (``hash`` their hash_bytes) that have no output
     // of their own; never for one that has.
     bool may_be_token(uint64_t hash) const { return token_filter_.may_contain(hash); }
+    PREFETCHER void prefetch_may_be_token(uint64_t hash) const { token_filter_.prefetch(hash); }
     const TokenInfo* lookup(const uint8_t* token, size_t n) const {
         return tokens_.find(token, n, hash_bytes(token, n));
     }
@@ -837,6 +840,20 @@ public:
         // are prefetched as they arrive, so the lookups of one batch overlap
         // their memory latency instead of paying it one piece at a time.
         auto flush = [&]() {
+            // Read ahead what the lookups will need: the vocabulary for a
+            // piece that may be a token, the cache for the others. The
+            // filter's answer is read here, a batch after its word was
+            // prefetched, not while scanning: there a branch on a word still
+            // in flight stalled the scan on every piece (a quarter of a
+            // warm encode of source code).
+            for (Pending& pending : batch_) {
+                pending.may_be_token = merger_->may_be_token(pending.hash);
+                if (pending.may_be_token) {
+                    merger_->prefetch(pending.hash);
+                } else {
+                    cache_.prefetch(pending.size, pending.hash);
+                }
+            }
             for (const Pending& pending : batch_) {
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
                                              : utf8_.data() + pending.first;
@@ -872,14 +889,7 @@ public:
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
                                              : utf8_.data() + pending.first;
                 pending.hash = hash_bytes(piece, pending.size);
-                pending.may_be_token = merger_->may_be_token(pending.hash);
-                // Read ahead what the lookup will need: the vocabulary for a
-                // piece that may be a token, the cache for the others.
-                if (pending.may_be_token) {
-                    merger_->prefetch(pending.hash);
-                } else {
-                    cache_.prefetch(pending.size, pending.hash);
-                }
+                merger_->prefetch_may_be_token(pending.hash);
                 batch_.push_back(pending);
                 if (batch_.size() < BATCH) return true;
                 return flush() && out.size() < budget;
@@ -901,7 +911,7 @@ private:
         uint64_t hash;
         bool may_be_token;
     };
-    static constexpr size_t BATCH = 16;
+    static constexpr size_t BATCH = 32;
 
     std::shared_ptr<const PieceMerger> merger_;
     PieceCache cache_;
