@@ -8,6 +8,7 @@ pure-Python backend.
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 
@@ -73,13 +74,9 @@ def _extensions() -> list[Extension]:
     native = Extension(
         "streambpe.core._native",
         sources=["streambpe/core/_native.pyx"],
-        depends=[
-            "streambpe/core/_native_impl.hpp",
-            "streambpe/core/_encode_impl.hpp",
-            "streambpe/core/_pretokenize_impl.hpp",
-            "streambpe/core/_tally_impl.hpp",
-            "streambpe/core/_pattern_impl.hpp",
-        ],
+        # Every header and its .pxd: a change to one rebuilds the module, and
+        # the source distribution carries them.
+        depends=sorted(glob.glob("streambpe/core/*.hpp") + glob.glob("streambpe/core/*.pxd")),
         language="c++",
         extra_compile_args=["-O3", "-std=c++17", *sanitize],
         extra_link_args=sanitize,

@@ -53,7 +53,7 @@ def _check_once(checked: set[tuple[str, str]], pattern_name: str, corpus: str, t
     if (pattern_name, corpus) in checked:
         return
     pattern = PATTERNS[pattern_name]
-    assert native.NativePretokenizer(pattern).pieces(text) == regex.findall(pattern, text), (
+    assert native.Pretokenizer(pattern).pieces(text) == regex.findall(pattern, text), (
         f"the {pattern_name} scanner's pieces differ from regex.findall on the {corpus} text"
     )
     checked.add((pattern_name, corpus))
@@ -78,7 +78,7 @@ def test_pretokenize_native(
 ) -> None:
     text = corpus_texts[corpus]
     _check_once(checked_patterns, pattern_name, corpus, text)
-    scanner = native.NativePretokenizer(PATTERNS[pattern_name])
+    scanner = native.Pretokenizer(PATTERNS[pattern_name])
     _time(benchmark, report, f"pretokenize-{pattern_name}-{corpus}", getattr(scanner, output), text)
     report.finish(
         f"streambpe scanner {output}",

@@ -38,7 +38,7 @@ from streambpe.core.split_steps import steps_to_data
 from streambpe.errors import FormatError, StreamBPEError
 from streambpe.formats import FORMATS, check_creatable
 from streambpe.streaming.file_encoding import DTYPES, choose_dtype, ids_to_bytes
-from streambpe.streaming.sharded import DEFAULT_SHARD_BYTES
+from streambpe.streaming.options import DEFAULT_SHARD_BYTES
 from streambpe.tokenizer import Tokenizer
 from streambpe.train.count_tasks import INPUT_FORMATS
 from streambpe.train.options import CACHE_KEYS
@@ -48,6 +48,17 @@ _READ_BLOCK = 1 << 20
 MIB = 1 << 20
 
 ItemT = TypeVar("ItemT")
+
+#: Options of ``streambpe train`` that ``train_bpe`` takes under the same names.
+_TRAIN_KEYWORDS = (
+    "pattern",
+    "workers",
+    "errors",
+    "input_format",
+    "text_field",
+    "cache",
+    "cache_key",
+)
 
 #: What ``add_subparsers`` returns: each ``_add_*_command`` adds one subcommand to it.
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -250,14 +261,8 @@ def _run_train(args: argparse.Namespace) -> int:
         args.input,
         args.vocab_size,
         args.special_token,
-        pattern=args.pattern,
-        workers=args.workers,
-        errors=args.errors,
-        input_format=args.input_format,
-        text_field=args.text_field,
-        cache=args.cache,
-        cache_key=args.cache_key,
         progress=_reporter(args),
+        **{name: getattr(args, name) for name in _TRAIN_KEYWORDS},
     )
     tokenizer = Tokenizer(vocab, merges, args.special_token, pattern=args.pattern)
     tokenizer.save(args.out, format=args.format)
@@ -361,7 +366,7 @@ def _run_encode(args: argparse.Namespace) -> int:
         text = decode_utf8_stream(io.BufferedReader(stdin, _READ_BLOCK), "<stdin>", args.errors)
         batches = tokenizer.iter_id_batches(text)
     else:
-        batches = tokenizer.iter_file_ids(
+        batches = tokenizer.iter_file_id_batches(
             args.input,
             workers=args.workers,
             errors=args.errors,

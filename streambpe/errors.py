@@ -17,6 +17,8 @@ command line (``--dtype uint32``):
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 #: An option name and the value that fixes the call.
 Fix = tuple[str, str]
 
@@ -24,9 +26,19 @@ Fix = tuple[str, str]
 class StreamBPEError(Exception):
     """Base class for every error streambpe raises on purpose."""
 
+    #: The arguments ``__init__`` takes, in order, each kept as an attribute of
+    #: that name: pickling rebuilds the error from them, so an error raised in a
+    #: worker process reaches the caller with its fields.
+    _fields: ClassVar[tuple[str, ...]] = ()
+
     def for_cli(self) -> str:
         """The message as the command line shows it."""
         return str(self)
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        if not self._fields:
+            return super().__reduce__()
+        return (type(self), tuple(getattr(self, name) for name in self._fields))
 
 
 class ParameterError(StreamBPEError, ValueError):
@@ -59,12 +71,11 @@ def _rebuild_parameter_error(problem: str, fix: Fix | None) -> ParameterError:
 class EmptyInputError(StreamBPEError, ValueError):
     """The input holds no bytes, so there is nothing to train on or encode."""
 
+    _fields = ("path",)
+
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"{path}: input file is empty; there is nothing to process")
-
-    def __reduce__(self) -> tuple[type[EmptyInputError], tuple[str]]:
-        return (type(self), (self.path,))
 
 
 class InvalidUTF8Error(StreamBPEError, ValueError):
@@ -73,6 +84,8 @@ class InvalidUTF8Error(StreamBPEError, ValueError):
     ``path`` and ``byte_offset`` locate the first bad byte in the *file*
     (not in a chunk), so the caller can inspect or repair it.
     """
+
+    _fields = ("path", "byte_offset", "reason")
 
     def __init__(self, path: str, byte_offset: int, reason: str) -> None:
         self.path = path
@@ -90,13 +103,11 @@ class InvalidUTF8Error(StreamBPEError, ValueError):
             "fix the file, or pass --errors replace to substitute U+FFFD for bad bytes"
         )
 
-    def __reduce__(self) -> tuple[type[InvalidUTF8Error], tuple[str, int, str]]:
-        # Raised inside worker processes: keep it picklable with its fields.
-        return (type(self), (self.path, self.byte_offset, self.reason))
-
 
 class UnknownTokenError(StreamBPEError, KeyError):
     """A token id given to decode is not in the vocabulary."""
+
+    _fields = ("token_id", "n_vocab")
 
     def __init__(self, token_id: object, n_vocab: int) -> None:
         self.token_id = token_id
@@ -107,9 +118,6 @@ class UnknownTokenError(StreamBPEError, KeyError):
         # KeyError would show the message in quotes.
         return str(self.args[0])
 
-    def __reduce__(self) -> tuple[type[UnknownTokenError], tuple[object, int]]:
-        return (type(self), (self.token_id, self.n_vocab))
-
 
 class WorkerError(StreamBPEError, RuntimeError):
     """A worker process died or failed; the pool was shut down and nothing was written."""
@@ -118,15 +126,14 @@ class WorkerError(StreamBPEError, RuntimeError):
 class FormatError(StreamBPEError, ValueError):
     """A tokenizer file is malformed; the message names the file and the line."""
 
+    _fields = ("path", "line_number", "problem")
+
     def __init__(self, path: str, line_number: int | None, problem: str) -> None:
         self.path = path
         self.line_number = line_number
         self.problem = problem
         where = f"{path}:{line_number}" if line_number is not None else path
         super().__init__(f"{where}: {problem}")
-
-    def __reduce__(self) -> tuple[type[FormatError], tuple[str, int | None, str]]:
-        return (type(self), (self.path, self.line_number, self.problem))
 
 
 class MissingDependencyError(StreamBPEError, ImportError):
@@ -136,6 +143,8 @@ class MissingDependencyError(StreamBPEError, ImportError):
     "reading 's3://b/x.txt' needs fsspec, which is not installed: pip install 'streambpe[remote]'"
     """
 
+    _fields = ("what", "package", "extra")
+
     def __init__(self, what: str, package: str, extra: str) -> None:
         self.what = what
         self.package = package
@@ -144,9 +153,6 @@ class MissingDependencyError(StreamBPEError, ImportError):
             f"{what} needs {package}, which is not installed: pip install 'streambpe[{extra}]'",
             name=package,
         )
-
-    def __reduce__(self) -> tuple[type[MissingDependencyError], tuple[str, str, str]]:
-        return (type(self), (self.what, self.package, self.extra))
 
 
 class VocabularyFileError(StreamBPEError, OSError):
@@ -164,6 +170,8 @@ class HashMismatchError(StreamBPEError, ValueError):
     'Hash mismatch for data downloaded from https://x/a.tiktoken '
     """
 
+    _fields = ("source", "expected", "actual")
+
     def __init__(self, source: str, expected: str, actual: str) -> None:
         self.source = source
         self.expected = expected
@@ -173,9 +181,6 @@ class HashMismatchError(StreamBPEError, ValueError):
             f"{actual}). This may indicate a corrupted or interrupted download; nothing was "
             "cached. Please try again."
         )
-
-    def __reduce__(self) -> tuple[type[HashMismatchError], tuple[str, str, str]]:
-        return (type(self), (self.source, self.expected, self.actual))
 
 
 class VocabSizeWarning(UserWarning):

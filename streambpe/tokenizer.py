@@ -17,21 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from streambpe._support.atomic import atomic_write
-from streambpe._support.progress import ProgressReporter
-from streambpe._support.utf8 import DecodeErrors
 from streambpe.core.bpe import ranks_from_merges
 from streambpe.core.split_steps import Pretokenization, describe_pattern, describe_steps
-from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, UNSET, Encoder, SpecialSet
+from streambpe.encode.encoder import DEFAULT_CACHE_SIZE, Encoder
 from streambpe.errors import ParameterError
 from streambpe.formats import (
-    HF_FILE,
-    METADATA_FILE,
     TokenizerFiles,
     check_byte_level,
     check_creatable,
@@ -39,16 +34,14 @@ from streambpe.formats import (
     save_tokenizer,
 )
 from streambpe.formats.cached_ranks import read_tiktoken_cached
+from streambpe.formats.directory import HF_FILE, METADATA_FILE
 from streambpe.formats.gpt2 import read_gpt2, read_json_file
 from streambpe.formats.hf import read_hf_tokenizer
 from streambpe.formats.tekken import TEKKEN_FILE, is_tekken_document, read_tekken
 from streambpe.formats.tiktoken_file import merges_from_ranks
 from streambpe.patterns import GPT2
 from streambpe.pipeline.text import TextPipeline
-from streambpe.sources.inputs import Inputs
 from streambpe.streaming import aio, batch, file_encoding, sharded
-from streambpe.streaming.file_encoding import DEFAULT_ENCODE_CHUNK_SIZE, EncodeStats
-from streambpe.streaming.sharded import DEFAULT_SHARD_BYTES, EncodeFilesStats
 
 
 class Tokenizer(Encoder):
@@ -329,150 +322,22 @@ class Tokenizer(Encoder):
 
     # ----------------------------------------------------------------- streaming
 
-    def encode_batch(
-        self,
-        texts: Sequence[str],
-        *,
-        allowed_special: SpecialSet | object = UNSET,
-        disallowed_special: SpecialSet | object = UNSET,
-        workers: int | None = None,
-    ) -> list[list[int]]:
-        """Encode many texts (keywords as in :meth:`encode`); large batches use worker processes.
+    # The streaming entry points are the functions of :mod:`streambpe.streaming`,
+    # bound as methods (``self`` is their ``encoder``): one signature and one
+    # docstring for each, however it is called.
 
-        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_batch(["a", "b"])
-        [[97], [98]]
-        """
-        return batch.encode_batch(
-            self,
-            texts,
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            workers=workers,
-        )
-
-    def aencode_iterable(
-        self, source: AsyncIterable[str] | Iterable[str]
-    ) -> AsyncIterator[list[int]]:
-        """Async form of :meth:`encode_iterable`: an async iterator of id *batches*.
-
-        Batches keep the per-``await`` cost small; :func:`streambpe.streaming.aio.flatten`
-        turns them into single ids. See :mod:`streambpe.streaming.aio`.
-        """
-        return aio.aencode_iterable(self, source)
-
-    def encode_file(
-        self,
-        input_path: Inputs,
-        output_path: str | os.PathLike[str],
-        *,
-        workers: int | None = None,
-        dtype: str | None = None,
-        chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
-        errors: DecodeErrors = "strict",
-        progress: bool | ProgressReporter = False,
-        executor: Executor | None = None,
-    ) -> EncodeStats:
-        """Encode a file of any size (or several: a list, a glob, URLs) into raw ids, in constant memory.
-
-        See :func:`streambpe.streaming.file_encoding.encode_file` for the arguments.
-        A failure or Ctrl-C leaves no file under ``output_path`` and no worker processes.
-        """
-        return file_encoding.encode_file(
-            self,
-            input_path,
-            output_path,
-            workers=workers,
-            dtype=dtype,
-            chunk_size=chunk_size,
-            errors=errors,
-            progress=progress,
-            executor=executor,
-        )
-
-    def iter_file_ids(
-        self,
-        input_path: Inputs,
-        *,
-        workers: int | None = None,
-        chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
-        errors: DecodeErrors = "strict",
-        progress: bool | ProgressReporter = False,
-        executor: Executor | None = None,
-    ) -> Iterator[list[int]]:
-        """The ids of a file, a chunk at a time (lists of ints), in order, in constant memory."""
-        return file_encoding.iter_file_ids(
-            self,
-            input_path,
-            workers=workers,
-            chunk_size=chunk_size,
-            errors=errors,
-            progress=progress,
-            executor=executor,
-        )
-
-    async def aencode_file(
-        self,
-        input_path: Inputs,
-        output_path: str | os.PathLike[str],
-        *,
-        workers: int | None = None,
-        dtype: str | None = None,
-        chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
-        errors: DecodeErrors = "strict",
-        progress: bool | ProgressReporter = False,
-        executor: Executor | None = None,
-    ) -> EncodeStats:
-        """Async form of :meth:`encode_file`; cancelling it stops the workers, keeps no output."""
-        return await aio.aencode_file(
-            self,
-            input_path,
-            output_path,
-            workers=workers,
-            dtype=dtype,
-            chunk_size=chunk_size,
-            errors=errors,
-            progress=progress,
-            executor=executor,
-        )
-
-    def encode_files(
-        self,
-        inputs: Inputs,
-        out_dir: str | os.PathLike[str],
-        *,
-        executor: Executor | None = None,
-        workers: int | None = None,
-        shard_bytes: int = DEFAULT_SHARD_BYTES,
-        dtype: str | None = None,
-        chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
-        errors: DecodeErrors = "strict",
-        progress: bool | ProgressReporter = False,
-    ) -> EncodeFilesStats:
-        """Encode many inputs (paths, a glob, URLs) into ``.bin`` shards and an ``index.json``.
-
-        The shards, in index order, hold the bytes :meth:`encode_file` writes
-        for each input in turn; rerunning after a failure keeps the complete
-        shards. See :mod:`streambpe.streaming.sharded` for the layout.
-
-        >>> import pathlib, tempfile
-        >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (folder / "a.txt").write_text("hello world")
-        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
-        >>> tok.encode_files([folder / "a.txt"], folder / "ids", workers=1).tokens
-        11
-        """
-        return sharded.encode_files(
-            self,
-            inputs,
-            out_dir,
-            executor=executor,
-            workers=workers,
-            shard_bytes=shard_bytes,
-            dtype=dtype,
-            chunk_size=chunk_size,
-            errors=errors,
-            progress=progress,
-        )
+    encode_batch = batch.encode_batch
+    #: Async twin of :meth:`iter_id_batches`: an async iterator of id *batches*
+    #: (:func:`streambpe.flatten` turns them into single ids).
+    aiter_id_batches = aio.aiter_id_batches
+    #: The same as :meth:`aiter_id_batches`, under the name the README advertises.
+    aencode_iterable = aio.aiter_id_batches
+    encode_file = file_encoding.encode_file
+    aencode_file = aio.aencode_file
+    iter_file_id_batches = file_encoding.iter_file_id_batches
+    #: Deprecated: the old name of :meth:`iter_file_id_batches`.
+    iter_file_ids = file_encoding.iter_file_ids
+    encode_files = sharded.encode_files
 
     def __repr__(self) -> str:
         return (

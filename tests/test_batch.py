@@ -24,6 +24,7 @@ from streaming_helpers import (
     new_children,
 )
 
+import streambpe._support.pool
 import streambpe.streaming.batch
 import streambpe.streaming.parallel
 from streambpe.tokenizer import Tokenizer
@@ -51,7 +52,7 @@ def varied_texts(count: int, seed: int) -> list[str]:
 
 
 class PoolSpy:
-    """Wraps a pool context manager of ``streambpe.streaming.parallel`` to record the pools started and their sizes."""
+    """Wraps a pool context manager of ``streambpe._support.pool`` to record the pools started and their sizes."""
 
     def __init__(self, original: Callable[..., AbstractContextManager[Any]]) -> None:
         self.original = original
@@ -66,7 +67,7 @@ class PoolSpy:
 
 def spy_on_pools(monkeypatch: pytest.MonkeyPatch) -> PoolSpy:
     """One spy on both kinds of pool (thread and process) that ``encode_map`` may start."""
-    module = streambpe.streaming.parallel
+    module = streambpe._support.pool
     spy = PoolSpy(module.process_pool)
     threads = PoolSpy(module.thread_pool)
     threads.workers = spy.workers

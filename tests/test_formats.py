@@ -756,7 +756,7 @@ def test_failed_save_leaves_previous_files_whole(
         path.write_text('{"model": {"vocab": {', encoding="utf-8")
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("streambpe.formats.write_hf_json", crash_midway)
+    monkeypatch.setattr("streambpe.formats.directory.write_hf_json", crash_midway)
     new = TokenizerFiles(byte_vocab() | {256: b"ab"}, [(b"a", b"b")])
     with pytest.raises(RuntimeError, match="disk full"):
         save_tokenizer(tmp_path, new, format="hf")

@@ -40,7 +40,8 @@ HANG_LIMIT_SECONDS = 30
 _HALF_A_RESULT = """
 import gc, os, struct, sys, threading, time
 from multiprocessing.queues import SimpleQueue
-from streambpe._support.pool import ordered_map, process_pool
+from streambpe._support.executors import ordered_map
+from streambpe._support.pool import process_pool
 
 def half_a_result(then_die):
     results = next(o for o in gc.get_objects() if isinstance(o, SimpleQueue))

@@ -10,6 +10,7 @@ has no cycle, and each folder imports only from folders on lower layers
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,28 @@ def test_the_checker_sees_lazy_and_relative_imports() -> None:
         "streambpe.encode.encoder",
         "streambpe.core.piece_cache",
     }
+
+
+#: Public packages: every package of the tree with no underscore-led part in its name.
+PUBLIC_PACKAGES = sorted(
+    module
+    for module, path in MODULES.items()
+    if path.name == "__init__.py" and not any(part.startswith("_") for part in module.split("."))
+)
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_public_packages_say_what_they_export(package: str) -> None:
+    """Guards the surface: a public package lists its names in ``__all__``, and each resolves."""
+    imported = importlib.import_module(package)
+    exported = imported.__dict__.get("__all__")
+    assert isinstance(exported, list), f"{package} has no __all__; add one or make it private"
+    assert len(set(exported)) == len(exported), f"{package}.__all__ repeats a name"
+    missing = [name for name in exported if not hasattr(imported, name)]
+    assert missing == [], f"{package}.__all__ names what it does not define: {missing}"
+
+
+def test_public_packages_are_found() -> None:
+    """Guards the list above: it holds the subpackages, and no private one."""
+    assert {"streambpe", "streambpe.formats", "streambpe.formats.hf"} <= set(PUBLIC_PACKAGES)
+    assert "streambpe._support" not in PUBLIC_PACKAGES

@@ -211,7 +211,7 @@ def test_every_short_string_matches_pure_when_tokens_have_many_splits(
     ranks = dict(zip(tokens, values, strict=True))
     encoder = {bytes([byte]): byte for byte in range(256)}
     encoder.update({token: 256 + index for index, token in enumerate(tokens)})
-    encoding = native.BytePairEncoder(encoder, ranks, 0)
+    encoding = native.PieceEncoder(encoder, ranks, 0)
     for length in range(1, 11):
         for letters in itertools.product("ab", repeat=length):
             piece = "".join(letters).encode()
@@ -222,7 +222,7 @@ def test_every_short_string_matches_pure_when_tokens_have_many_splits(
 @given(vocabularies(), st.lists(pieces, max_size=8))
 def test_encode_bytes_matches_pure(vocabulary: Vocabulary, texts: list[str]) -> None:
     encoder, ranks = vocabulary
-    encoding = native.BytePairEncoder(encoder, ranks, 0)
+    encoding = native.PieceEncoder(encoder, ranks, 0)
     for piece in (text.encode() for text in texts):
         expected = outcome(pure_encode, piece, encoder, ranks)
         assert outcome(encoding.encode_bytes, piece) == expected
@@ -237,7 +237,7 @@ def test_encode_pieces_match_pure_and_cache_counts(
 ) -> None:
     """Ids equal pure BPE's at every cache size; every lookup counts once; the cache is bounded."""
     encoder, ranks = vocabulary
-    encoding = native.BytePairEncoder(encoder, ranks, cache_size)
+    encoding = native.PieceEncoder(encoder, ranks, cache_size)
 
     def encode_one(text: str) -> list[int]:
         out: list[int] = []
@@ -256,7 +256,7 @@ def test_encode_pieces_match_pure_and_cache_counts(
 
 def test_a_repeated_piece_is_a_hit_and_whole_tokens_never_run_bpe() -> None:
     encoder = {bytes([byte]): byte for byte in range(256)} | {b"ab": 300}
-    encoding = native.BytePairEncoder(encoder, {b"ab": 0}, 16)
+    encoding = native.PieceEncoder(encoder, {b"ab": 0}, 16)
     out = [7]
     # "ab" is a token (a hit without BPE); "abc" runs BPE once, then is cached;
     # "" runs an empty BPE, which is not worth a cache line.
@@ -267,7 +267,7 @@ def test_a_repeated_piece_is_a_hit_and_whole_tokens_never_run_bpe() -> None:
 
 @pytest.mark.parametrize("cache_size", [0, 1, 3, 10, 1000])
 def test_cache_stays_bounded(cache_size: int) -> None:
-    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, cache_size)
+    encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, cache_size)
     encoding.encode_pieces([str(number) for number in range(100, 5000)], [])
     hits, misses, maxsize, currsize = encoding.cache_info()
     assert (hits, misses, maxsize) == (0, 4900, cache_size)
@@ -277,7 +277,7 @@ def test_cache_stays_bounded(cache_size: int) -> None:
 
 def test_recently_used_pieces_survive_eviction() -> None:
     """A piece looked up between every two new pieces stays cached (LRU within its set)."""
-    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
+    encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
     encoding.encode_pieces(["hot"], [])
     for number in range(1000, 3000):
         encoding.encode_pieces([str(number), "hot"], [])
@@ -287,7 +287,7 @@ def test_recently_used_pieces_survive_eviction() -> None:
 
 def test_pieces_with_many_ids_are_cached_in_the_large_lines() -> None:
     """A piece too big for a 64-byte line (20 bytes, 20 ids) still hits once cached."""
-    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
+    encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
     piece = "abcdefghijklmnopqrst"
     for _ in range(3):
         out: list[int] = []
@@ -297,7 +297,7 @@ def test_pieces_with_many_ids_are_cached_in_the_large_lines() -> None:
 
 
 def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:
-    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
+    encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
     long_piece = "x" * 40
     for _ in range(3):
         out: list[int] = []
@@ -307,13 +307,13 @@ def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:
 
 
 def test_lone_surrogate_raises_unicode_encode_error() -> None:
-    encoding = native.BytePairEncoder({bytes([byte]): byte for byte in range(256)}, {}, 8)
+    encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, 8)
     with pytest.raises(UnicodeEncodeError):
         encoding.encode_pieces(["a", "\ud800"], [])
 
 
 def test_missing_part_raises_key_error() -> None:
-    encoding = native.BytePairEncoder({b"a": 0, b"b": 1}, {b"ab": 0}, 8)
+    encoding = native.PieceEncoder({b"a": 0, b"b": 1}, {b"ab": 0}, 8)
     with pytest.raises(KeyError) as raised:
         encoding.encode_pieces(["ab"], [])
     assert raised.value.args == (b"ab",)
@@ -327,7 +327,7 @@ def test_out_of_range_arguments_are_rejected(
     encoder: dict[bytes, int], ranks: dict[bytes, int], cache_size: int
 ) -> None:
     with pytest.raises(ValueError):
-        native.BytePairEncoder(encoder, ranks, cache_size)
+        native.PieceEncoder(encoder, ranks, cache_size)
 
 
 # --------------------------------------------------------------------------- real ranks
@@ -335,7 +335,7 @@ def test_out_of_range_arguments_are_rejected(
 
 @pytest.fixture(scope="module")
 def r50k_encoding(r50k_ranks: dict[bytes, int]) -> Any:
-    return native.BytePairEncoder(r50k_ranks, r50k_ranks, 4096)
+    return native.PieceEncoder(r50k_ranks, r50k_ranks, 4096)
 
 
 def test_r50k_ids_match_tiktoken(r50k_ranks: dict[bytes, int], r50k_encoding: Any) -> None:

@@ -79,7 +79,7 @@ def compare_context(separator: str, pattern_name: str) -> str | None:
     pattern = PATTERNS[pattern_name]
     text = _context_text(separator)
     expected = regex.findall(pattern, text)
-    found = native.NativePretokenizer(pattern).pieces(text)
+    found = native.Pretokenizer(pattern).pieces(text)
     if expected == found:
         return None
     return _first_difference(separator, expected, found)
@@ -109,7 +109,7 @@ HAND_PICKED = [
 @pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
 @pytest.mark.parametrize("text", HAND_PICKED)
 def test_hand_picked(pattern: str, text: str) -> None:
-    assert native.NativePretokenizer(pattern).pieces(text) == regex.findall(pattern, text)
+    assert native.Pretokenizer(pattern).pieces(text) == regex.findall(pattern, text)
 
 
 # --------------------------------------------------------------------------- property tests
@@ -160,7 +160,7 @@ def _texts(unit_size: int) -> st.SearchStrategy[str]:
 def test_same_pieces_as_regex(pattern: str, unit_size: int, data: st.DataObject) -> None:
     text = data.draw(_texts(unit_size))
     assert max(map(ord, text)) > _MAX_CODE_POINT.get(unit_size // 2, -1)  # the intended str kind
-    pretokenizer = native.NativePretokenizer(pattern)
+    pretokenizer = native.Pretokenizer(pattern)
     expected = regex.findall(pattern, text)
     assert pretokenizer.pieces(text) == expected
     assert pretokenizer.piece_count(text) == len(expected)
@@ -176,7 +176,7 @@ def test_count_into_counts_many_texts_like_counter() -> None:
     """Enough distinct pieces to grow the native tally; a lone surrogate survives intact."""
     text = " ".join(f"w{number % 5000} {number}" for number in range(40_000))
     counts: dict[str, int] = {}
-    native.NativePretokenizer(GPT2).count_into([text, "\ud800x", text[:99]], counts)
+    native.Pretokenizer(GPT2).count_into([text, "\ud800x", text[:99]], counts)
     expected = Counter(regex.findall(GPT2, text))
     expected.update(regex.findall(GPT2, "\ud800x") + regex.findall(GPT2, text[:99]))
     assert counts == expected
@@ -219,15 +219,15 @@ def test_versions_are_recorded() -> None:
 
 
 def test_names_resolve_and_patterns_outside_the_subset_are_refused() -> None:
-    assert native.NativePretokenizer("cl100k_base").pattern == CL100K
+    assert native.Pretokenizer("cl100k_base").pattern == CL100K
     with pytest.raises(ValueError, match="outside the subset"):
-        native.NativePretokenizer(r"\w+")
+        native.Pretokenizer(r"\w+")
 
 
 def test_empty_text() -> None:
     for pattern in PATTERNS.values():
-        assert native.NativePretokenizer(pattern).pieces("") == []
-        assert native.NativePretokenizer(pattern).piece_count("") == 0
+        assert native.Pretokenizer(pattern).pieces("") == []
+        assert native.Pretokenizer(pattern).piece_count("") == 0
 
 
 # --------------------------------------------------------------------------- every code point

@@ -117,7 +117,7 @@ _BUILT: dict[object, object] = {}
 def _native(pattern: str | SplitSteps) -> object:
     """One native pretokenizer per pattern for the whole module (building one takes a while)."""
     if pattern not in _BUILT:
-        _BUILT[pattern] = native.NativePretokenizer(pattern)
+        _BUILT[pattern] = native.Pretokenizer(pattern)
     return _BUILT[pattern]
 
 
@@ -128,7 +128,7 @@ IDS = [*MODEL_PATTERNS, *(f"construct{i}" for i in range(len(CONSTRUCT_PATTERNS)
 @settings(max_examples=60, deadline=None)
 @given(text=texts())
 def test_native_finds_what_regex_finds(pattern: str, text: str) -> None:
-    pretokenizer: native.NativePretokenizer = _native(pattern)
+    pretokenizer: native.Pretokenizer = _native(pattern)
     # The text as it came, then stored with 2- and 4-byte code units.
     for variant in (text, text + "\u0100", text + "\U0001f600"):
         assert pretokenizer.pieces(variant) == regex.findall(pattern, variant)
@@ -142,7 +142,7 @@ def test_every_pattern_of_the_list_compiles(pattern: str) -> None:
 def test_long_runs_backtrack_without_recursion() -> None:
     pattern = MODEL_PATTERNS["llama3"]
     text = "a" * 200_000 + " " * 100_000 + "b" + "٣" * 10_000
-    assert native.NativePretokenizer(pattern).pieces(text) == regex.findall(pattern, text)
+    assert native.Pretokenizer(pattern).pieces(text) == regex.findall(pattern, text)
 
 
 steps_strategy = st.lists(
@@ -191,7 +191,7 @@ def every_code_point() -> str:
 @pytest.mark.parametrize("klass", CLASS_PATTERNS)
 def test_classes_agree_with_regex_on_every_code_point(klass: str, every_code_point: str) -> None:
     runs = f"(?:{klass})+"
-    found = native.NativePretokenizer(runs).pieces(every_code_point)
+    found = native.Pretokenizer(runs).pieces(every_code_point)
     assert found == regex.findall(runs, every_code_point)
 
 
@@ -229,7 +229,7 @@ def test_invalid_patterns_are_parameter_errors() -> None:
 def test_capturing_groups_are_fine_in_splits() -> None:
     steps = (SplitStep(r"(\p{N})+"),)
     assert compile_pretokenizer(steps).steps == ((0, 0, False),)
-    assert native.NativePretokenizer(steps).pieces("a12b") == ["a", "12", "b"]
+    assert native.Pretokenizer(steps).pieces("a12b") == ["a", "12", "b"]
 
 
 def test_unsupported_step_names_the_step() -> None:
@@ -239,12 +239,12 @@ def test_unsupported_step_names_the_step() -> None:
 
 def test_native_pretokenizer_refuses_what_it_cannot_compile() -> None:
     with pytest.raises(UnsupportedPatternError):
-        native.NativePretokenizer(r"\w+")
+        native.Pretokenizer(r"\w+")
 
 
 def test_counting_and_piece_count_use_the_program() -> None:
     pattern = MODEL_PATTERNS["qwen2"]
-    pretokenizer = native.NativePretokenizer(pattern)
+    pretokenizer = native.Pretokenizer(pattern)
     texts_ = ["I'm 123 here", "", "中文 123"]
     counts: dict[str, int] = {}
     pretokenizer.count_into(texts_, counts)

@@ -173,10 +173,10 @@ def test_many_split_vocabulary_matches_pure_after_read_back(
     ranks = dict(zip(tokens, values, strict=True))
     encoder = {bytes([byte]): byte for byte in range(256)}
     encoder.update({token: 256 + index for index, token in enumerate(tokens)})
-    native.BytePairEncoder(encoder, ranks, 0)
+    native.PieceEncoder(encoder, ranks, 0)
     [image] = vocabulary_files(cache_dir)
     written = image.stat().st_mtime_ns
-    read_back = native.BytePairEncoder(encoder, ranks, 0)
+    read_back = native.PieceEncoder(encoder, ranks, 0)
     assert image.stat().st_mtime_ns == written
     for length in range(1, 10):
         for letters in itertools.product("ab", repeat=length):

@@ -1,10 +1,16 @@
 """The one seam between streambpe's map steps and the engines that run them.
 
-Any ``concurrent.futures.Executor`` runs the tasks: a local process pool, a
-Dask ``client.get_executor()``, or :class:`RayExecutor` over ``ray.remote``.
-The engine schedules, retries and moves data; this module only decides three
-things (``docs/design.md``, "Scale-out"):
+Any ``concurrent.futures.Executor`` runs the tasks: a local pool
+(:mod:`streambpe._support.pool` opens those), a Dask ``client.get_executor()``,
+or :class:`RayExecutor` over ``ray.remote``. The engine schedules, retries and
+moves data. This module holds the two ways streambpe runs tasks on one,
+:func:`ordered_map` (results in task order: encoding) and :func:`map_reduce`
+(their sum: training's word counts), and decides four things
+(``docs/design.md``, "Scale-out"):
 
+* how many tasks may be out at once: :func:`in_flight_bound`, a small
+  factor times the executor's worker count, which bounds memory whatever the
+  number of tasks;
 * how many tasks to make: the executor's worker count times a small factor,
   unless the caller says (:func:`task_count`);
 * where results are summed: on the cluster, as a tree of merge tasks, when
@@ -15,18 +21,20 @@ things (``docs/design.md``, "Scale-out"):
 
 >>> from concurrent.futures import ThreadPoolExecutor
 >>> with ThreadPoolExecutor(2) as pool:
-...     task_count(pool, fallback_workers=1), map_reduce(
+...     task_count(pool, fallback_workers=1), in_flight_bound(pool, fallback_workers=1), map_reduce(
 ...         pool, abs, [-1, -2, 3], empty=int, merge=lambda a, b: a + b, max_in_flight=2)
-(4, 6)
+(4, 4, 6)
+>>> list(ordered_map(None, abs, [-2, 1, -3], max_in_flight=2))
+[2, 1, 3]
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Executor, Future, InvalidStateError
-from contextlib import suppress
+from contextlib import closing, suppress
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -40,6 +48,9 @@ ResultT = TypeVar("ResultT")
 #: slow worker or a retried task does not hold up the end, few enough that few
 #: partial results are merged.
 TASKS_PER_WORKER = 2
+
+#: Tasks in flight per worker: one running and one queued, so no worker waits for the next task.
+IN_FLIGHT_PER_WORKER = 2
 
 
 def executor_workers(executor: Executor) -> int | None:
@@ -86,6 +97,22 @@ def task_count(
         return tasks
     workers = executor_workers(executor) if executor is not None else None
     return TASKS_PER_WORKER * (workers or max(1, fallback_workers))
+
+
+def in_flight_bound(executor: Executor | None, *, fallback_workers: int) -> int:
+    """How many tasks a map over ``executor`` keeps submitted and not yet finished.
+
+    Two per worker: the executor's own count (:func:`executor_workers`), else
+    ``fallback_workers``. A pool opened for the call says its size, so the
+    bound follows it.
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> with ThreadPoolExecutor(3) as pool:
+    ...     in_flight_bound(pool, fallback_workers=8), in_flight_bound(None, fallback_workers=0)
+    (6, 2)
+    """
+    workers = executor_workers(executor) if executor is not None else None
+    return IN_FLIGHT_PER_WORKER * (workers or max(1, fallback_workers))
 
 
 # --------------------------------------------------------------------------- engines
@@ -206,6 +233,66 @@ def _engine(executor: Executor) -> _Engine:
 # --------------------------------------------------------------------------- map and reduce
 
 
+def _submitted_in_order(
+    engine: _Engine,
+    function: Callable[[TaskT], Any],
+    tasks: Iterable[TaskT],
+    *,
+    max_in_flight: int,
+    on_submit: Callable[[Any], None] | None = None,
+) -> Generator[tuple[int, Any], None, None]:
+    """Submit ``function(task)`` for each task; yield ``(index, handle)``, oldest first, when one is due.
+
+    A handle is due once ``max_in_flight`` tasks are out, or when no task is
+    left; the caller waits for it before taking the next, which bounds the
+    work in flight. ``on_submit`` sees each handle as it is submitted. When
+    the generator ends or is closed, the handles not yet yielded are cancelled.
+    """
+    in_flight: deque[tuple[int, Any]] = deque()
+    try:
+        for index, task in enumerate(tasks):
+            handle = engine.submit(function, task)
+            in_flight.append((index, handle))
+            if on_submit is not None:
+                on_submit(handle)
+            if len(in_flight) >= max_in_flight:
+                yield in_flight.popleft()
+        while in_flight:
+            yield in_flight.popleft()
+    finally:
+        engine.cancel([handle for _, handle in in_flight])
+
+
+def ordered_map(
+    executor: Executor | None,
+    function: Callable[[TaskT], ResultT],
+    tasks: Iterable[TaskT],
+    *,
+    max_in_flight: int,
+) -> Generator[ResultT, None, None]:
+    """Apply ``function`` to ``tasks`` on ``executor``, yielding results in task order.
+
+    At most ``max_in_flight`` tasks are submitted and not yet consumed, which
+    bounds memory whatever the number of tasks. With ``executor=None`` the work
+    runs in this process. A caller that may stop before the end should close
+    the generator (``with contextlib.closing(ordered_map(...)) as results:``):
+    closing cancels the tasks not yet started at once, rather than whenever
+    the garbage collector finalizes the generator.
+
+    Results come back through the executor's own futures on every engine
+    (Dask and Ray included: there is nothing to sum on the cluster), and a
+    wait notices a dead local worker
+    (:func:`~streambpe._support.pool.result_or_worker_error`).
+    """
+    if executor is None:
+        yield from map(function, tasks)
+        return
+    engine = _FuturesEngine(executor)
+    with closing(_submitted_in_order(engine, function, tasks, max_in_flight=max_in_flight)) as due:
+        for _index, handle in due:
+            yield engine.result(handle)
+
+
 def _packed_call(pack: Callable[[Any], bytes], function: Callable[[Any], Any], task: Any) -> bytes:
     return pack(function(task))
 
@@ -307,36 +394,34 @@ def map_reduce(
         tree_merge = partial(_packed_merge, pack, unpack, merge, merge_into)
     else:
         unpack = None
-    submitted: list[Any] = []
-    in_flight: deque[tuple[int, Any]] = deque()
     tree: _TreeReduction[Any] | None = (
         _TreeReduction(engine, tree_merge) if engine.keeps_results else None
     )
+    # Only a cluster's handles are kept to the end: cancelling a finished Dask
+    # or Ray task releases its result there, while a finished future holds
+    # its result in this process, and cancelling it does nothing.
+    submitted: list[Any] = []
     total = empty()
 
-    def finish_oldest() -> None:
-        nonlocal total
-        index, handle = in_flight.popleft()
+    def on_submit(handle: Any) -> None:
         if tree is not None:
-            engine.wait(handle)
-        elif merge_into is not None:
-            merge_into(total, engine.result(handle))
-        else:
-            total = merge(total, engine.result(handle))
-        if on_task_done is not None:
-            on_task_done(index)
-
-    try:
-        for index, task in enumerate(tasks):
-            handle = engine.submit(map_function, task)
             submitted.append(handle)
-            in_flight.append((index, handle))
-            if tree is not None:
-                tree.add(handle)
-            if len(in_flight) >= max_in_flight:
-                finish_oldest()
-        while in_flight:
-            finish_oldest()
+            tree.add(handle)
+
+    due = _submitted_in_order(
+        engine, map_function, tasks, max_in_flight=max_in_flight, on_submit=on_submit
+    )
+    try:
+        with closing(due):
+            for index, handle in due:
+                if tree is not None:
+                    engine.wait(handle)
+                elif merge_into is not None:
+                    merge_into(total, engine.result(handle))
+                else:
+                    total = merge(total, engine.result(handle))
+                if on_task_done is not None:
+                    on_task_done(index)
         if tree is None:
             return total
         root = tree.root()
@@ -345,8 +430,8 @@ def map_reduce(
         result = engine.result(root)
         return unpack(result) if unpack is not None else result
     finally:
-        # Everything, done or not: cancelling a finished Dask or Ray task also
-        # releases its result on the cluster, and a finished cf future ignores it.
+        # Everything on the cluster, done or not, and only now: cancelling a
+        # map task there would also cancel the merge tasks that need it.
         engine.cancel(submitted + (tree.handles if tree is not None else []))
 
 

@@ -1,38 +1,45 @@
-"""Process pools that leave nothing behind, and an ordered map with bounded work in flight.
+"""Opening and closing local pools: threads or processes that leave nothing behind.
 
-Pretokenizing with ``regex`` is CPU-bound Python holding the GIL, so parallel
-work runs in processes (``docs/design.md``, "Processes or threads"). Any
-``concurrent.futures.Executor`` can stand in for the default pool: the map
-step only submits pure, picklable tasks.
+Pretokenizing with ``regex`` is CPU-bound Python holding the GIL, so Python
+work runs in processes; native code that releases the GIL runs on threads
+(``docs/design.md``, "Processes or threads"). :func:`local_pool` is where every
+pool this package starts is opened, sized and closed; what runs on it, and on
+a caller's executor, is :mod:`streambpe._support.executors`.
 
-Every pool :func:`process_pool` opens is finished before the ``with`` block
-returns, whether it ends normally, by an error, by Ctrl-C or by a cancelled
-caller: its workers are gone and its manager thread is joined, so nothing is
-left for the interpreter to wait on at exit.
+Every pool opened here is finished before the ``with`` block returns, whether
+it ends normally, by an error, by Ctrl-C or by a cancelled caller: a process
+pool's workers are gone and its manager thread is joined, a thread pool's
+threads have ended, so nothing is left for the interpreter to wait on at exit.
+A wait for a process pool's result notices a worker that died
+(:func:`result_or_worker_error`).
 
->>> list(ordered_map(None, abs, [-2, 1, -3], max_in_flight=2))
-[2, 1, 3]
+>>> pool_size(2, ["a", "b", "c"]), pool_size(4, ["a"])
+(2, 1)
+>>> with local_pool(2, "threads") as pool:
+...     pool.submit(abs, -1).result()
+1
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sized
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import SimpleQueue
 from threading import Thread
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from streambpe.errors import WorkerError
 
-TaskT = TypeVar("TaskT")
 ResultT = TypeVar("ResultT")
+
+#: How a local pool spreads work: threads of this process, or worker processes.
+Mode = Literal["threads", "processes"]
 
 #: How often a wait for a result checks that the pool's workers are still alive.
 LIVENESS_CHECK_SECONDS = 0.5
@@ -53,6 +60,20 @@ def resolve_workers(workers: int | None) -> int:
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     return workers
+
+
+def pool_size(workers: int | None, tasks: object) -> int:
+    """How many workers a local pool for ``tasks`` gets: ``workers``, but no more than the tasks.
+
+    ``tasks`` that has no length (an iterator being consumed) does not cap it.
+
+    >>> pool_size(4, ["a", "b"]), pool_size(4, iter("ab")), pool_size(4, [])
+    (2, 4, 1)
+    """
+    count = resolve_workers(workers)
+    if isinstance(tasks, Sized):
+        count = min(count, len(tasks))
+    return max(1, count)
 
 
 def _ignore_sigint_then(initializer: Callable[..., None] | None, *initargs: Any) -> None:
@@ -158,33 +179,47 @@ def result_or_worker_error(executor: Executor, future: Future[ResultT]) -> Resul
             raise WorkerError(_WORKER_DIED) from exc
 
 
-def ordered_map(
-    executor: Executor | None,
-    function: Callable[[TaskT], ResultT],
-    tasks: Iterable[TaskT],
-    *,
-    max_in_flight: int,
-) -> Generator[ResultT, None, None]:
-    """Apply ``function`` to ``tasks`` on ``executor``, yielding results in task order.
+@contextmanager
+def thread_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool whose threads have all ended when the block does.
 
-    At most ``max_in_flight`` tasks are submitted and not yet consumed, which
-    bounds memory whatever the number of tasks. With ``executor=None`` the work
-    runs in this process. A caller that may stop before the end should close
-    the generator (``with contextlib.closing(ordered_map(...)) as results:``):
-    closing cancels the tasks not yet started at once, rather than whenever
-    the garbage collector finalizes the generator.
+    Queued tasks are cancelled and running ones finish (a thread cannot be
+    stopped from outside; each task is a bounded piece of work), whether the
+    block ends normally, by an error, by Ctrl-C or by cancellation.
+
+    >>> with thread_pool(2) as pool:
+    ...     pool.submit(abs, -1).result()
+    1
     """
-    if executor is None:
-        yield from map(function, tasks)
-        return
-    pending: deque[Future[ResultT]] = deque()
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="streambpe-encode")
     try:
-        for task in tasks:
-            pending.append(executor.submit(function, task))
-            if len(pending) >= max_in_flight:
-                yield result_or_worker_error(executor, pending.popleft())
-        while pending:
-            yield result_or_worker_error(executor, pending.popleft())
+        yield executor
     finally:
-        for future in pending:
-            future.cancel()
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def local_pool(
+    workers: int,
+    mode: Mode = "processes",
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple[Any, ...] = (),
+) -> Iterator[Executor]:
+    """A pool of ``workers`` threads or processes, finished when the block ends.
+
+    The one place a call opens a pool: :func:`process_pool` or
+    :func:`thread_pool`. Each worker process runs ``initializer(*initargs)``
+    first; threads share this process's state, so a thread pool takes none.
+
+    >>> with local_pool(1, "processes") as pool:
+    ...     pool.submit(abs, -2).result()
+    2
+    """
+    if mode == "threads":
+        if initializer is not None:
+            raise ValueError("a thread pool takes no initializer: its threads share this process")
+        opened: AbstractContextManager[Executor] = thread_pool(workers)
+    else:
+        opened = process_pool(workers, initializer, initargs)
+    with opened as pool:
+        yield pool

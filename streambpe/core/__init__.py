@@ -26,20 +26,39 @@ True
 from __future__ import annotations
 
 import os
-from array import array
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 from streambpe.core import merge_loop
-from streambpe.core.piece_encoder import PieceEncoder
-from streambpe.core.piece_encoder import Pretokenizing as Pretokenizing
-from streambpe.core.piece_encoder import SpecialSpan as SpecialSpan
+from streambpe.core.piece_encoder import PieceEncoder, Pretokenizing, SpecialSpan
 from streambpe.core.pretokenize import Pretokenizer
 from streambpe.core.split_steps import Pretokenization, StepsPretokenizer
 from streambpe.core.token_decoder import TokenDecoder
 from streambpe.patterns import BUILT_IN_PATTERNS
+
+__all__ = [
+    "NATIVE",
+    "PYTHON",
+    "Backend",
+    "LearnMerges",
+    "MergeCallback",
+    "PieceEncoding",
+    "PieceEncodingFactory",
+    "PretokenizerFactory",
+    "Pretokenizing",
+    "SpecialSpan",
+    "TokenDecoding",
+    "TokenDecodingFactory",
+    "active_backend",
+    "available_backends",
+    "pretokenizer_engine",
+    "python_pretokenizer",
+    "select_backend",
+    "using_backend",
+]
+
 
 #: Called once per merge made; may raise to stop training (Ctrl-C, cancellation).
 MergeCallback = Callable[[], None]
@@ -53,37 +72,10 @@ class LearnMerges(Protocol):
     ) -> list[tuple[bytes, bytes]]: ...
 
 
-class PieceEncoding(Protocol):
-    """What an encoding kernel offers; see :class:`~streambpe.core.piece_encoder.PieceEncoder`."""
-
-    def encode_text(
-        self,
-        text: str,
-        pattern: Pretokenization,
-        pretokenizer: Pretokenizing,
-        out: list[int],
-        specials: list[SpecialSpan] | None = None,
-    ) -> None: ...
-    def encode_text_array(
-        self,
-        text: str,
-        pattern: Pretokenization,
-        pretokenizer: Pretokenizing,
-        out: array[int],
-        specials: list[SpecialSpan] | None = None,
-    ) -> None: ...
-    def count_text(
-        self,
-        text: str,
-        pattern: Pretokenization,
-        pretokenizer: Pretokenizing,
-        specials: list[SpecialSpan] | None = None,
-    ) -> int: ...
-    def encode_pieces(self, pieces: list[str], out: list[int]) -> None: ...
-    def encode_bytes(self, piece: bytes) -> list[int]: ...
-    def fork(self) -> PieceEncoding: ...
-    def cache_info(self) -> tuple[int, int, int, int]: ...
-    def clear_cache(self) -> None: ...
+#: What an encoding kernel offers: the methods of the reference
+#: :class:`~streambpe.core.piece_encoder.PieceEncoder`, which the compiled
+#: ``PieceEncoder`` repeats one for one (its signatures are written once, there).
+PieceEncoding: TypeAlias = PieceEncoder
 
 
 #: Builds an encoding kernel from (encoder, ranks, cache_size).
@@ -136,13 +128,13 @@ def _load_native() -> Backend | None:
         from streambpe.core.pattern_compiler import UnsupportedPatternError
 
         try:
-            scanner: Pretokenizing = _native.NativePretokenizer(pattern)
+            scanner: Pretokenizing = _native.Pretokenizer(pattern)
         except UnsupportedPatternError:
             return python_pretokenizer(pattern)
         return scanner
 
     return Backend(
-        "native", pretokenizer, _native.learn_merges, _native.BytePairEncoder, _native.TokenDecoder
+        "native", pretokenizer, _native.learn_merges, _native.PieceEncoder, _native.TokenDecoder
     )
 
 

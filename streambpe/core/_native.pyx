@@ -1,45 +1,80 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 # distutils: language = c++
-"""Compiled kernels: the pretokenizer, the training merge loop, and piece encoding with a cache.
+"""The compiled backend's glue: Python objects in, native arrays to the kernels, results out.
 
-Same results as the pure-Python modules they replace, for every input:
-:func:`learn_merges` matches ``merge_loop.learn_merges_from_words`` and
-:class:`BytePairEncoder` matches ``bpe.merge_piece`` followed by an encoder
-lookup, behind a cache bounded like ``piece_cache.PieceCache``. The algorithms
-live in ``_native_impl.hpp`` and ``_pretokenize_impl.hpp`` (plain C++); this
-module converts between Python objects and native arrays and decides when to
-hold the GIL.
+Each kernel gives the same results as the pure-Python module it mirrors, for
+every input, and lives in a plain C++ header (no Python API, so it runs
+without the GIL); this module only converts between Python objects and native
+arrays and decides when to hold the GIL, as tiktoken's ``py.rs`` does beside
+its ``lib.rs``. Each header is declared in the ``.pxd`` of the same name:
 
-:class:`NativePretokenizer` runs the hand-written scanner of
-``_pretokenize_impl.hpp`` for the GPT-2, cl100k_base or o200k_base pattern
-directly on the str's own buffer (1, 2 or 4 bytes per character), without the
-GIL. The character classes come from the installed ``regex`` module
-(:mod:`streambpe.core.unicode_classes`), so the result is ``regex``'s, for
-every string:
+- ``_merge_loop_impl.hpp``, :mod:`~streambpe.core.merge_loop`: ``MergeState``,
+  behind :func:`learn_merges`.
+- ``_pretokenize_impl.hpp``, :mod:`~streambpe.core.pretokenize`: the scanners of
+  the built-in patterns and ``ClassTable``, behind :class:`Pretokenizer`.
+- ``_pattern_compiler_impl.hpp``, :mod:`~streambpe.core.pattern_compiler`: the
+  matcher of compiled programs (``PatternProgram``), behind :class:`Pretokenizer`.
+- ``_counting_impl.hpp``, :mod:`streambpe.train.counting`: ``WordCounts``,
+  behind :meth:`Pretokenizer.count_into`.
+- ``_piece_encoder_impl.hpp``, :mod:`~streambpe.core.piece_encoder`:
+  ``TextEncoder`` with its ``PieceCache``, behind :class:`PieceEncoder`;
+  ``PieceMerger``, :func:`streambpe.core.bpe.merge_piece`; and ``TokenBytes``,
+  :mod:`~streambpe.core.token_decoder`, behind :class:`TokenDecoder`.
+- ``_hash_table.hpp``, shared by the above: hashing, memory for big tables, and
+  the pair table ``U64Map``.
+- ``_table_image.hpp``, :mod:`streambpe._support.table_cache`: built tables as
+  bytes, which that cache keeps.
+- ``_native_glue.hpp``, this module: the Python lists filled from native arrays
+  (it alone uses the Python API, with the GIL held).
+
+The native classes carry their Python twins' names. :class:`Pretokenizer` runs
+the GPT-2, cl100k_base or o200k_base pattern on a hand-written scanner, directly
+on the str's own buffer (1, 2 or 4 bytes per character), and any other pattern
+on the compiled matcher. The character classes come from the installed
+``regex`` module (:mod:`streambpe.core.unicode_classes`), so the result is
+``regex``'s, for every string:
 
 >>> import regex
 >>> from streambpe.patterns import CL100K
 >>> text = "Hello, wörld's 4242!\\n\\n  x"
->>> NativePretokenizer(CL100K).pieces(text) == regex.findall(CL100K, text)
+>>> Pretokenizer(CL100K).pieces(text) == regex.findall(CL100K, text)
 True
 
-:meth:`BytePairEncoder.encode_text` scans and encodes in one pass, without a
-str per piece.
+:meth:`PieceEncoder.encode_text` scans and encodes in one pass, without a str
+per piece. Its cache is bounded like the reference's but built otherwise
+(``PieceCache``, set-associative, where the reference's ``TwoGenerationCache``
+keeps two generations): what each evicts, and so its hit counts, may differ;
+the ids never do.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
-from libc.stdint cimport INT64_MAX, UINT32_MAX, int64_t, uint8_t, uint32_t, uint64_t
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
+from libc.stdint cimport INT64_MAX, UINT32_MAX, int64_t, uint8_t, uint16_t, uint32_t
+from libc.string cimport memcpy
 from libcpp cimport bool as cbool
+from libcpp.memory cimport make_shared, shared_ptr, unique_ptr
 from libcpp.pair cimport pair
 from libcpp.string cimport string
 from libcpp.vector cimport vector
-from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
-from libc.stdint cimport uint16_t
-from libcpp.memory cimport unique_ptr
-from libc.string cimport memcpy
+
+from streambpe.core._counting_impl cimport WordCounts, WordCountsEntry
+from streambpe.core._merge_loop_impl cimport MergeState
+from streambpe.core._native_glue cimport extend_ids, piece_list
+from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
+from streambpe.core._piece_encoder_impl cimport (
+    EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, TextEncoder, TokenBytes,
+)
+from streambpe.core._pretokenize_impl cimport (
+    Builtin, ClassTable, Pattern, builtin_pattern, compiled_pattern, count_pieces, piece_ends,
+)
+from streambpe.core._python_api cimport (
+    PyDict_GetItemWithError, PyLong_AsLongLongAndOverflow, PyObject_CheckBuffer,
+    PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8, PyUnicode_IS_ASCII, PyUnicode_READY,
+)
+from streambpe.core._table_image cimport image_tag
 
 import operator
 from array import array
@@ -47,31 +82,6 @@ from array import array
 from streambpe._support.table_cache import content_key, read_table, write_table
 from streambpe.core.unicode_classes import base_table, class_table
 from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
-
-
-cdef extern from "Python.h":
-    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
-    str PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
-    # A borrowed reference, or NULL: absent (no error set) or failed (error set).
-    PyObject* PyDict_GetItemWithError(object mapping, object key) except? NULL
-
-
-cdef extern from "_native_impl.hpp" namespace "streambpe" nogil:
-    uint32_t NONE32
-    uint64_t hash_bytes(const uint8_t* data, size_t n)
-    const char* image_tag()
-
-    cdef cppclass MergeLoop:
-        void add_word(const uint8_t* word, size_t n, int64_t count)
-        void build()
-        cbool step()
-        size_t run(size_t limit)
-        vector[pair[uint32_t, uint32_t]]& merges()
-        const string& token(uint32_t token_id)
-
-cdef extern from "Python.h":
-    bint PyUnicode_IS_ASCII(object text)
-    long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
 
 
 def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
@@ -97,7 +107,7 @@ def learn_merges(word_counts, Py_ssize_t max_merges, on_merge=None):
         raise TypeError(f"word_counts must be a dict, not {type(word_counts).__name__}")
     if max_merges < 0:
         raise ValueError(f"max_merges must be >= 0, got {max_merges}")
-    cdef MergeLoop loop
+    cdef MergeState loop
     cdef Py_ssize_t position = 0
     cdef PyObject* key
     cdef PyObject* value
@@ -151,120 +161,6 @@ cdef uint32_t _checked_u32(object number, str what, bytes token) except? 0xFFFFF
 
 
 # --------------------------------------------------------------------------- pretokenizer
-
-cdef extern from "_pretokenize_impl.hpp" namespace "streambpe::pretokenize" nogil:
-    enum class Builtin:
-        GPT2
-        CL100K
-        O200K
-        COMPILED
-
-    cdef cppclass BaseTable:
-        BaseTable(const uint16_t* block_of, size_t block_of_length,
-                  const uint8_t* blocks, size_t blocks_length) except +
-
-    cdef cppclass Regex:
-        void add_class(uint64_t base_mask, cbool negated) except +
-        void add_range(uint32_t low, uint32_t high) except +
-        void set_code(const uint32_t* code, size_t length)
-        void add_branch(uint32_t first, uint32_t start)
-
-    cdef cppclass PatternProgram:
-        Regex& add_regex()
-        void add_step(size_t index, int behavior, cbool invert) except +
-        void finish(const BaseTable& base) except +
-        cbool is_chain()
-
-    cdef cppclass Pattern:
-        Builtin kind
-        size_t window
-
-    Pattern builtin_pattern(Builtin kind)
-    Pattern compiled_pattern(const PatternProgram* program, size_t window)
-
-    cdef cppclass ClassTable:
-        ClassTable(const uint16_t* block_of, size_t block_of_length,
-                   const uint16_t* blocks, size_t blocks_length) except +
-        uint16_t operator()(uint32_t cp)
-
-    void piece_ends(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
-                    size_t length, vector[size_t]& starts, vector[size_t]& ends) except +
-    size_t count_pieces(Pattern pattern, const ClassTable& table, int unit_size,
-                        const void* data, size_t length) except +
-
-
-cdef extern from "Python.h":
-    # A no-op for every str made by Python 3.3+ APIs; kept for strs built by
-    # the deprecated wchar_t APIs, whose code units are not ready before it.
-    int PyUnicode_READY(object text) except -1
-
-
-cdef extern from *:
-    """
-    #include <cstring>
-
-    // The list of pieces of `text` ending at `ends` and starting at `starts`
-    // (empty when each starts where the one before ended): a new reference,
-    // or NULL with an exception set.
-    //
-    // Creating a str per piece dominates the cost, and prose repeats its
-    // short pieces (" the", ",", " and") all the time, so a piece equal to a
-    // recent one reuses that str object: a direct-mapped cache of recent
-    // short pieces, compared by their code units in `text`. It lives for one
-    // call, so it holds no object longer than the list does.
-    static PyObject* streambpe_piece_list(PyObject* text, const std::vector<size_t>& starts,
-                                          const std::vector<size_t>& ends) {
-        constexpr size_t MAX_CACHED_LENGTH = 16;
-        const int kind = PyUnicode_KIND(text);
-        const char* data = static_cast<const char*>(PyUnicode_DATA(text));
-        const size_t count = ends.size();
-        PyObject* list = PyList_New(static_cast<Py_ssize_t>(count));
-        if (list == nullptr) return nullptr;
-        size_t slots = 16;
-        while (slots < 4096 && slots < count) slots *= 2;
-        std::vector<PyObject*> recent(slots, nullptr);  // borrowed from `list`
-        std::vector<size_t> recent_start(slots, 0);
-        size_t start = 0;
-        for (size_t index = 0; index < count; ++index) {
-            if (!starts.empty()) start = starts[index];
-            const size_t end = ends[index];
-            const size_t length = end - start;
-            const char* units = data + start * kind;
-            PyObject* piece = nullptr;
-            size_t slot = 0;
-            if (length <= MAX_CACHED_LENGTH) {
-                uint64_t hash = length;
-                for (size_t k = 0; k < length * kind; ++k) {
-                    hash = (hash ^ static_cast<unsigned char>(units[k])) * 0x100000001b3ULL;
-                }
-                slot = static_cast<size_t>(hash >> 40) & (slots - 1);
-                PyObject* seen = recent[slot];
-                if (seen != nullptr && static_cast<size_t>(PyUnicode_GET_LENGTH(seen)) == length &&
-                    std::memcmp(data + recent_start[slot] * kind, units, length * kind) == 0) {
-                    Py_INCREF(seen);
-                    piece = seen;
-                }
-            }
-            if (piece == nullptr) {
-                piece = PyUnicode_Substring(text, static_cast<Py_ssize_t>(start),
-                                            static_cast<Py_ssize_t>(end));
-                if (piece == nullptr) {
-                    Py_DECREF(list);
-                    return nullptr;
-                }
-                if (length <= MAX_CACHED_LENGTH) {
-                    recent[slot] = piece;
-                    recent_start[slot] = start;
-                }
-            }
-            PyList_SET_ITEM(list, static_cast<Py_ssize_t>(index), piece);
-            start = end;
-        }
-        return list;
-    }
-    """
-    list streambpe_piece_list(str text, const vector[size_t]& starts, const vector[size_t]& ends)
-
 
 _PATTERNS = {GPT2: Builtin.GPT2, CL100K: Builtin.CL100K, O200K: Builtin.O200K}
 
@@ -365,20 +261,7 @@ cdef int _piece_spans(
     return 0
 
 
-cdef extern from "_tally_impl.hpp" namespace "streambpe" nogil:
-    cdef cppclass TallyEntry "streambpe::PieceTally::Entry":
-        uint64_t count
-        size_t offset
-        size_t length
-
-    cdef cppclass PieceTally:
-        void add_text(Pattern pattern, const ClassTable& table, int unit_size, const void* data,
-                      size_t length, cbool ascii) except +
-        const vector[TallyEntry]& entries()
-        const char* keys()
-
-
-cdef class NativePretokenizer:
+cdef class Pretokenizer:
     """Cuts text into pieces exactly as ``regex.findall``, or as a chain of split steps.
 
     ``pattern`` is one of the pattern strings of :mod:`streambpe.patterns`
@@ -388,7 +271,7 @@ cdef class NativePretokenizer:
     :mod:`~streambpe.core.pattern_compiler`, which raises
     ``UnsupportedPatternError`` for what it cannot run.
 
-    >>> NativePretokenizer(r"\\p{L}+|\\p{N}{1,2}").pieces("ab 123 c")
+    >>> Pretokenizer(r"\\p{L}+|\\p{N}{1,2}").pieces("ab 123 c")
     ['ab', '12', '3', 'c']
     """
 
@@ -433,12 +316,12 @@ cdef class NativePretokenizer:
     def pieces(self, str text):
         """All pieces of ``text``, in order: ``regex.findall(self.pattern, text)``.
 
-        >>> NativePretokenizer("gpt2").pieces("Hello world's  end")
+        >>> Pretokenizer("gpt2").pieces("Hello world's  end")
         ['Hello', ' world', "'s", ' ', ' end']
         """
         cdef vector[size_t] starts, ends
         _piece_spans(self._pattern, self._table, text, starts, ends)
-        return streambpe_piece_list(text, starts, ends)
+        return piece_list(text, starts, ends)
 
     def count_into(self, texts, counts not None):
         """Add how often each piece of the strs ``texts`` occurs to ``counts`` (``{piece: count}``).
@@ -450,14 +333,14 @@ cdef class NativePretokenizer:
         so that no piece spans two).
 
         >>> counts = {"the": 1}
-        >>> NativePretokenizer("gpt2").count_into(["the cat", "the"], counts)
+        >>> Pretokenizer("gpt2").count_into(["the cat", "the"], counts)
         >>> sorted(counts.items())
         [(' cat', 1), ('the', 3)]
         """
         if not isinstance(counts, dict):
             raise TypeError(f"counts must be a dict, not {type(counts).__name__}")
-        cdef unique_ptr[PieceTally] tally
-        tally.reset(new PieceTally())
+        cdef unique_ptr[WordCounts] words
+        words.reset(new WordCounts())
         cdef int kind
         cdef const void* data
         cdef size_t length
@@ -471,11 +354,11 @@ cdef class NativePretokenizer:
             length = PyUnicode_GET_LENGTH(text)
             ascii = PyUnicode_IS_ASCII(text)
             with nogil:
-                tally.get().add_text(self._pattern, self._table[0], kind, data, length, ascii)
-        cdef const vector[TallyEntry]* entries = &tally.get().entries()
-        cdef const char* keys = tally.get().keys()
+                words.get().add_text(self._pattern, self._table[0], kind, data, length, ascii)
+        cdef const vector[WordCountsEntry]* entries = &words.get().entries()
+        cdef const char* keys = words.get().keys()
         cdef size_t index
-        cdef const TallyEntry* entry
+        cdef const WordCountsEntry* entry
         cdef PyObject* known
         for index in range(entries.size()):
             entry = &entries[0][index]
@@ -491,7 +374,7 @@ cdef class NativePretokenizer:
     def piece_count(self, str text):
         """How many pieces ``text`` has: ``len(self.pieces(text))``, without building them.
 
-        >>> NativePretokenizer("o200k").piece_count("Hello world")
+        >>> Pretokenizer("o200k").piece_count("Hello world")
         2
         """
         PyUnicode_READY(text)
@@ -506,61 +389,7 @@ cdef class NativePretokenizer:
 
 # --------------------------------------------------------------------------- encoding
 
-cdef extern from "<memory>" namespace "std" nogil:
-    cdef cppclass shared_ptr[T]:
-        shared_ptr()
-        T* get()
-    shared_ptr[T] make_shared[T](...)
-
-
-cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
-    cdef cppclass TokenInfo:
-        uint32_t unit
-        uint32_t output
-
-    cdef cppclass PieceMerger:
-        void add_output(const uint8_t* token, size_t n, uint32_t output)
-        void add_rank(const uint8_t* token, size_t n, uint32_t rank)
-        void finish() except +
-        string save() except +
-        cbool load(const uint8_t* data, size_t size) except +
-        uint32_t unit_output(uint32_t unit)
-        const uint8_t* unit_bytes(uint32_t unit)
-        size_t unit_length(uint32_t unit)
-
-    cdef cppclass PieceCache:
-        void clear()
-        size_t hits()
-        size_t misses()
-        size_t maxsize()
-        size_t size()
-
-    enum class EncodeOutcome:
-        OK
-        LONE_SURROGATE
-        MISSING_PART
-        PIECE_TOO_LONG
-
-    cdef cppclass EncodeProblem:
-        EncodeOutcome outcome
-        size_t position
-        uint32_t unit
-        size_t stopped
-        size_t counted
-
-    cdef cppclass TextEncoder:
-        TextEncoder(shared_ptr[const PieceMerger] merger, size_t cache_size) except +
-        const shared_ptr[const PieceMerger]& merger()
-        PieceCache& cache()
-        cbool encode_piece(const uint8_t* piece, size_t n, vector[uint32_t]& out,
-                           EncodeProblem& problem)
-        EncodeProblem encode_text(Pattern pattern, const ClassTable& table, int unit_size,
-                                  const void* data, size_t length, cbool ascii,
-                                  vector[uint32_t]& out, size_t start, size_t budget,
-                                  cbool count_only) except +
-
-
-# What BytePairEncoder._run does with the ids: append them to a list or an
+# What PieceEncoder._run does with the ids: append them to a list or an
 # array('I'), or only count them.
 cdef enum:
     _LIST, _ARRAY, _COUNT
@@ -569,49 +398,6 @@ cdef enum:
 cdef size_t _BLOCK = 1 << 16
 # Texts shorter than this (in characters) are encoded holding the GIL.
 cdef size_t _SHORT_TEXT = 1 << 12
-
-
-cdef extern from *:
-    """
-    #include <cstdint>
-    #include <vector>
-
-    // Appends the Python ints ids[output] for each output number to the list
-    // `out`; 0, or -1 with an exception set. The block's ids go into a list
-    // of their own first, which `out` takes in one slice assignment: a
-    // PyList_Append per id cost a call and a capacity check each, a tenth of
-    // the time of encoding prose.
-    //
-    // That list only lends its items: it holds borrowed references (`ids`
-    // keeps them alive; ints are not tracked by the garbage collector), the
-    // slice assignment takes its own, and emptying it before it is freed
-    // keeps them from being released twice.
-    //
-    // An output number past the end of `ids` stands for the special token
-    // specials[output - len(ids)] of the call (see BytePairEncoder._run).
-    static int streambpe_extend_ids(PyObject* out, PyObject* ids, PyObject* specials,
-                                    const std::vector<uint32_t>& outputs) {
-        const Py_ssize_t count = static_cast<Py_ssize_t>(outputs.size());
-        if (count == 0) return 0;
-        PyObject* block = PyList_New(count);
-        if (block == nullptr) return -1;
-        const size_t vocabulary = static_cast<size_t>(PyList_GET_SIZE(ids));
-        for (Py_ssize_t index = 0; index < count; ++index) {
-            const size_t output = outputs[index];
-            PyList_SET_ITEM(block, index, output < vocabulary
-                ? PyList_GET_ITEM(ids, output)
-                : PyList_GET_ITEM(specials, output - vocabulary));
-        }
-        const Py_ssize_t end = PyList_GET_SIZE(out);
-        const int status = PyList_SetSlice(out, end, end, block);
-        Py_SET_SIZE(block, 0);
-        Py_DECREF(block);
-        return status;
-    }
-    """
-    int _extend_ids "streambpe_extend_ids" (
-        list out, list ids, list specials, const vector[uint32_t]& outputs
-    ) except -1
 
 
 # Vocabularies of this many ranked tokens or more keep their built tables in
@@ -685,7 +471,7 @@ cdef cbool _encode_block(
     ``budget`` is what the kernel may produce before it pauses (``_BLOCK``,
     or no limit for a scan that pauses by itself).
 
-    One step of :meth:`BytePairEncoder._run`: the stretches of ordinary text
+    One step of :meth:`PieceEncoder._run`: the stretches of ordinary text
     between the special tokens (``special_starts``/``special_ends``), and the
     special tokens themselves as output numbers from ``first_special``.
     Advances ``start``, ``next_special`` and ``counted``; True once the text
@@ -719,7 +505,7 @@ cdef cbool _encode_block(
 
 
 cdef class _Vocabulary:
-    """The immutable part of a :class:`BytePairEncoder`, shared by its forks.
+    """The immutable part of a :class:`PieceEncoder`, shared by its forks.
 
     Holds the native merger and the token ids as Python ints (the native side
     speaks in "output" numbers, indexes into ``ids``), and as 32-bit values for
@@ -778,7 +564,7 @@ cdef class _Vocabulary:
         return KeyError((<const char*>merger.unit_bytes(unit))[:merger.unit_length(unit)])
 
 
-cdef class BytePairEncoder:
+cdef class PieceEncoder:
     """Encodes pieces to token ids like ``bpe.merge_piece`` plus an encoder lookup.
 
     ``encoder`` maps token bytes to ids (below 2**32); ``ranks`` maps mergeable
@@ -788,7 +574,7 @@ cdef class BytePairEncoder:
 
     Results of BPE are cached per piece, at most ``cache_size`` pieces (0
     disables the cache), least recently used out first within each small set
-    of entries (see ``PieceCache`` in ``_encode_impl.hpp``).
+    of entries (see ``PieceCache`` in ``_piece_encoder_impl.hpp``).
 
     One object serves one thread at a time: :meth:`encode_text` works without
     the GIL, on this object's own cache. :meth:`fork` makes another for another
@@ -796,7 +582,7 @@ cdef class BytePairEncoder:
     busy object gets ``RuntimeError`` rather than a corrupted cache.
 
     >>> encoder = {bytes([i]): i for i in range(256)} | {b"ab": 256}
-    >>> kernel = BytePairEncoder(encoder, {b"ab": 0}, 8)
+    >>> kernel = PieceEncoder(encoder, {b"ab": 0}, 8)
     >>> out = []
     >>> kernel.encode_text("abc ab", GPT2, None, out)
     >>> out, kernel.count_text("abc ab", GPT2, None)
@@ -823,13 +609,13 @@ cdef class BytePairEncoder:
 
     def fork(self):
         """A new encoder for another thread: the same vocabulary, an empty cache of the same size."""
-        return BytePairEncoder(None, None, self.cache_size, shared=self.vocabulary)
+        return PieceEncoder(None, None, self.cache_size, shared=self.vocabulary)
 
     cdef int _enter(self) except -1:
         if self.busy:
             raise RuntimeError(
-                "this BytePairEncoder is in use by another thread; give each thread its own "
-                "(BytePairEncoder.fork)"
+                "this PieceEncoder is in use by another thread; give each thread its own "
+                "(PieceEncoder.fork)"
             )
         self.busy = True
         return 0
@@ -864,7 +650,7 @@ cdef class BytePairEncoder:
                 i += 1
         finally:
             self._leave()
-            _extend_ids(out, self.vocabulary.ids, [], outputs)
+            extend_ids(out, self.vocabulary.ids, [], outputs)
         self._raise_for(problem, None)
 
     cdef size_t _run(
@@ -935,7 +721,7 @@ cdef class BytePairEncoder:
                         counted, outputs, problem,
                     )
                 if mode == _LIST:
-                    _extend_ids(out, self.vocabulary.ids, special_ids, outputs)
+                    extend_ids(out, self.vocabulary.ids, special_ids, outputs)
                 elif mode == _ARRAY:
                     out.frombytes(_id_bytes(self.vocabulary, special_values, outputs))
                 outputs.clear()
@@ -962,9 +748,9 @@ cdef class BytePairEncoder:
             scanned[0] = builtin_pattern(_PATTERNS[pattern])
             table[0] = _shared_table()
             return 1
-        if isinstance(pretokenizer, NativePretokenizer):
-            scanned[0] = (<NativePretokenizer>pretokenizer)._encoding_pattern()
-            table[0] = (<NativePretokenizer>pretokenizer)._table
+        if isinstance(pretokenizer, Pretokenizer):
+            scanned[0] = (<Pretokenizer>pretokenizer)._encoding_pattern()
+            table[0] = (<Pretokenizer>pretokenizer)._table
             return 1
         return 0
 
@@ -977,7 +763,7 @@ cdef class BytePairEncoder:
         ``specials`` lists the special tokens in ``text`` as ``(start, end,
         id)`` tuples, in order and not overlapping; the rest is ordinary text.
         For a built-in ``pattern``, or when ``pretokenizer`` is a
-        :class:`NativePretokenizer` (which then must be ``pattern``'s), the
+        :class:`Pretokenizer` (which then must be ``pattern``'s), the
         text is scanned here, on the str's own buffer and without the GIL, and
         each piece goes to the cache and BPE as UTF-8 bytes without becoming a
         str; otherwise ``pretokenizer.pieces`` cuts it. Errors are those of
@@ -1048,7 +834,7 @@ cdef class BytePairEncoder:
         uncached.get().encode_piece(<const uint8_t*><char*>piece, len(piece), outputs, problem)
         self._raise_for(problem, None)
         ids = []
-        _extend_ids(ids, self.vocabulary.ids, [], outputs)
+        extend_ids(ids, self.vocabulary.ids, [], outputs)
         return ids
 
     def cache_info(self):
@@ -1106,7 +892,7 @@ cdef bytes _id_bytes(
     """The token ids of ``outputs`` as native-endian uint32 values, packed.
 
     Output numbers past the vocabulary's are the call's ``specials``, as in
-    ``streambpe_extend_ids``.
+    ``extend_ids`` (``_native_glue.hpp``).
     """
     cdef bytes packed = PyBytes_FromStringAndSize(NULL, 4 * outputs.size())
     cdef uint32_t* values = <uint32_t*>PyBytes_AS_STRING(packed)
@@ -1122,16 +908,6 @@ cdef bytes _id_bytes(
 
 
 # --------------------------------------------------------------------------- decoding
-
-cdef extern from "_encode_impl.hpp" namespace "streambpe" nogil:
-    cdef cppclass TokenBytes:
-        void add(uint32_t id, const uint8_t* bytes, size_t n) except +
-        void finish() except +
-        size_t measure(const uint32_t* ids, size_t count, size_t& unknown)
-        void write(const uint32_t* ids, size_t count, uint8_t* out, const uint8_t* end)
-
-cdef extern from "Python.h":
-    bint PyObject_CheckBuffer(object item)
 
 # Decoding this many ids or more runs without the GIL (fewer take less time
 # than handing the GIL over and back).
@@ -1238,3 +1014,9 @@ cdef class TokenDecoder:
         else:
             self.table.write(values.data(), count, start, start + total)
         return out
+
+
+# The names these classes had before they took their Python twins' names;
+# kept so that code written against them still runs.
+BytePairEncoder = PieceEncoder
+NativePretokenizer = Pretokenizer

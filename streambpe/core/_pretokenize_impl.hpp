@@ -1,5 +1,5 @@
 // Native pretokenizer: one hand-written scanner per built-in pattern, and
-// the compiled programs of `_pattern_impl.hpp` for any other.
+// the compiled programs of `_pattern_compiler_impl.hpp` for any other.
 //
 // Each scanner cuts a text into exactly the pieces that
 // `regex.findall(pattern, text)` returns for the GPT-2 (r50k), cl100k_base and
@@ -31,7 +31,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "_pattern_impl.hpp"
+#include "_pattern_compiler_impl.hpp"
 
 namespace streambpe {
 namespace pretokenize {
@@ -39,7 +39,7 @@ namespace pretokenize {
 enum class Builtin { GPT2, CL100K, O200K, COMPILED };
 
 // Which pattern a scan runs: a built-in one, with its own scanner, or a
-// compiled program (`_pattern_impl.hpp`). `window` is a chain's: see
+// compiled program (`_pattern_compiler_impl.hpp`). `window` is a chain's: see
 // PatternProgram::scan.
 struct Pattern {
     Builtin kind;

@@ -2,7 +2,7 @@
 
 Real models' pre-tokenizers use a small part of regex syntax. A pattern in
 that part is parsed here, once, into a :class:`Program`: a list of character
-classes and a list of instructions that ``_pattern_impl.hpp`` interprets
+classes and a list of instructions that ``_pattern_compiler_impl.hpp`` interprets
 with exactly the ``regex`` module's semantics (leftmost match; the first
 alternative that matches wins; greedy and lazy quantifiers backtrack,
 possessive ones and atomic groups do not). The subset:
@@ -62,7 +62,7 @@ MAX_FOLDED_RANGE = 512
 #: ``max`` of an unbounded repeat.
 UNBOUNDED = 0xFFFFFFFF
 
-# Instructions; the numbers must match ``Op`` in ``_pattern_impl.hpp``.
+# Instructions; the numbers must match ``Op`` in ``_pattern_compiler_impl.hpp``.
 OP_CLASS = 0  # CLASS k: one character of class k
 OP_RUN = 1  # RUN k min max mode: a repeat of class k
 OP_SPLIT = 2  # SPLIT a b: try a, then b

@@ -9,8 +9,10 @@ Eviction approximates LRU with two generations: when the current generation is
 full it becomes the previous one and a fresh one starts; a miss that finds its
 piece in the previous generation moves it back. A piece used at least once per
 generation therefore never leaves, and memory stays bounded by ``maxsize``.
+(The compiled backend's ``PieceCache`` is set-associative instead: it evicts
+other pieces, so its hit counts may differ, never the ids.)
 
->>> cache = PieceCache(lambda piece: (len(piece),), maxsize=4)
+>>> cache = TwoGenerationCache(lambda piece: (len(piece),), maxsize=4)
 >>> cache["hello"], cache["hello"]
 ((5,), (5,))
 >>> cache.misses
@@ -40,7 +42,7 @@ class CacheInfo(NamedTuple):
         return self.hits / lookups if lookups else 0.0
 
 
-class PieceCache(dict[str, TokenIds]):
+class TwoGenerationCache(dict[str, TokenIds]):
     """Piece -> token ids, computing misses with ``compute``; at most ``maxsize`` entries.
 
     ``maxsize=0`` disables caching (every lookup computes).

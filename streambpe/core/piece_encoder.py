@@ -23,7 +23,7 @@ from itertools import chain
 from typing import Protocol
 
 from streambpe.core.bpe import merge_piece
-from streambpe.core.piece_cache import PieceCache, TokenIds
+from streambpe.core.piece_cache import TokenIds, TwoGenerationCache
 from streambpe.core.split_steps import Pretokenization
 
 
@@ -77,7 +77,7 @@ class PieceEncoder:
     def __init__(self, encoder: dict[bytes, int], ranks: dict[bytes, int], cache_size: int) -> None:
         self._encoder = encoder
         self._ranks = ranks
-        self._cache = PieceCache(self._encode_piece, cache_size)
+        self._cache = TwoGenerationCache(self._encode_piece, cache_size)
         # Cache misses that were whole tokens: no BPE ran for them, so they count as hits.
         self._whole_token_misses = 0
 

@@ -5,9 +5,10 @@ picklable description of work (a location and two offsets), so any executor
 can ship it to a worker, which then reads its own bytes: through a memory map
 for a local file, with a ranged read for a URL (:mod:`streambpe.sources`).
 
-Planning needs only sizes: a task may be given nominal offsets and find the
-cuts near them itself (:func:`byte_ranges_between`); neighbouring tasks agree on
-their shared cut because a cut depends only on the input's bytes.
+Planning needs only sizes: a task may be given a :class:`Span`, nominal
+offsets, and find the cuts near them itself (:meth:`Span.byte_ranges`);
+neighbouring tasks agree on their shared cut because a cut depends only on the
+input's bytes. :class:`Cuts` says where cuts may go and how far apart.
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.txt"
@@ -30,8 +31,20 @@ from streambpe.sources.inputs import InputFile
 from streambpe.sources.reading import open_buffer, read_range
 
 
+class _Stretch:
+    """Two offsets into an input: what a byte range and a span have in common."""
+
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        """The number of bytes from ``start`` to ``end``."""
+        return self.end - self.start
+
+
 @dataclass(frozen=True)
-class ByteRange:
+class ByteRange(_Stretch):
     """``path[start:end]``: bytes that can be processed on their own.
 
     ``path`` is an absolute local path or a URL (see :mod:`streambpe.sources`).
@@ -41,10 +54,19 @@ class ByteRange:
     start: int
     end: int
 
-    @property
-    def size(self) -> int:
-        """The number of bytes in the range."""
-        return self.end - self.start
+
+@dataclass(frozen=True)
+class Cuts:
+    """Where an input may be cut, and how far apart: what ranges depend on besides the bytes.
+
+    Cuts go before and after every special token, and, when ``space_cuts`` (the
+    built-in patterns), at the safe cuts of :mod:`streambpe.cutting.rule`,
+    about ``chunk_size`` bytes apart.
+    """
+
+    special_tokens: Sequence[str]
+    space_cuts: bool
+    chunk_size: int
 
 
 def _location(source: str | os.PathLike[str] | InputFile) -> str:
@@ -69,6 +91,47 @@ def plan_byte_ranges(
     return [ByteRange(location, start, end) for start, end in pairwise(boundaries)]
 
 
+@dataclass(frozen=True)
+class Span(_Stretch):
+    """Nominal offsets of an input, from sizes alone: a task's share before any byte is read."""
+
+    source: InputFile
+    start: int
+    end: int
+
+    def byte_ranges(self, cuts: Cuts) -> list[ByteRange]:
+        """The ranges covering the span once both ends are moved to the next safe cut.
+
+        Each end moves to the first safe cut at or after it, so the spans
+        ``[0, a)``, ``[a, b)``, ... of one input yield ranges that tile it
+        exactly, whoever computes each span. Inside, ranges of about
+        ``cuts.chunk_size`` bytes follow, as in :func:`plan_byte_ranges`.
+
+        >>> import pathlib, tempfile
+        >>> from streambpe.sources.inputs import resolve_inputs
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.txt"
+        >>> _ = path.write_bytes(b"one two three four")
+        >>> [source] = resolve_inputs(path)
+        >>> cuts = Cuts([], space_cuts=True, chunk_size=100)
+        >>> [[read_text(r) for r in Span(source, a, b).byte_ranges(cuts)] for a, b in [(0, 5), (5, 18)]]
+        [['one two'], [' three four']]
+        """
+        specials = [token.encode("utf-8") for token in cuts.special_tokens]
+        space_cuts = cuts.space_cuts
+        ranges: list[ByteRange] = []
+        with open_buffer(self.source) as data:
+            cut = cut_at_or_after(data, self.start, specials, space_cuts=space_cuts)
+            stop = cut_at_or_after(data, self.end, specials, space_cuts=space_cuts)
+            while cut < stop:
+                following = min(
+                    stop,
+                    cut_at_or_after(data, cut + cuts.chunk_size, specials, space_cuts=space_cuts),
+                )
+                ranges.append(ByteRange(self.source.location, cut, following))
+                cut = following
+        return ranges
+
+
 def byte_ranges_between(
     source: InputFile,
     start: int,
@@ -78,35 +141,17 @@ def byte_ranges_between(
     special_tokens: Sequence[str],
     space_cuts: bool,
 ) -> list[ByteRange]:
-    """The ranges covering ``[start, end)`` once both ends are moved to the next safe cut.
-
-    ``start`` and ``end`` are nominal offsets (from sizes alone); each moves to
-    the first safe cut at or after it, so the spans ``[0, a)``, ``[a, b)``, ...
-    of one input yield ranges that tile it exactly, whoever computes each span.
-    Inside, ranges of about ``chunk_size`` bytes follow, as in :func:`plan_byte_ranges`.
+    """``Span(source, start, end).byte_ranges(...)``, the cuts given as keywords.
 
     >>> import pathlib, tempfile
     >>> from streambpe.sources.inputs import resolve_inputs
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.txt"
-    >>> _ = path.write_bytes(b"one two three four")
+    >>> _ = path.write_bytes(b"one two")
     >>> [source] = resolve_inputs(path)
-    >>> spans = [(0, 5), (5, 18)]
-    >>> [[read_text(r) for r in byte_ranges_between(source, a, b, chunk_size=100,
-    ...   special_tokens=[], space_cuts=True)] for a, b in spans]
-    [['one two'], [' three four']]
+    >>> byte_ranges_between(source, 0, 7, chunk_size=2, special_tokens=[], space_cuts=True)[0].size
+    3
     """
-    specials = [token.encode("utf-8") for token in special_tokens]
-    ranges: list[ByteRange] = []
-    with open_buffer(source) as data:
-        cut = cut_at_or_after(data, start, specials, space_cuts=space_cuts)
-        stop = cut_at_or_after(data, end, specials, space_cuts=space_cuts)
-        while cut < stop:
-            following = min(
-                stop, cut_at_or_after(data, cut + chunk_size, specials, space_cuts=space_cuts)
-            )
-            ranges.append(ByteRange(source.location, cut, following))
-            cut = following
-    return ranges
+    return Span(source, start, end).byte_ranges(Cuts(special_tokens, space_cuts, chunk_size))
 
 
 def read_bytes(byte_range: ByteRange) -> bytes:

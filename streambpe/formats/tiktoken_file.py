@@ -30,7 +30,7 @@ from pathlib import Path
 from streambpe._support.atomic import atomic_write
 from streambpe.core.bpe import merge_piece
 from streambpe.errors import FormatError
-from streambpe.formats.text_files import refuse_nul_bytes
+from streambpe.formats.text_files import first_repeat, refuse_nul_bytes
 
 #: Ranks (and so ids) are ``uint32`` values below 2**32 - 1, which tiktoken
 #: reserves for "no merge": a token of that rank is found only as a whole
@@ -58,19 +58,15 @@ def write_tiktoken(
     'YQ== 0\\n/w== 1\\n'
     """
     special_ids = set(special_tokens.values())
-    lines: list[str] = []
-    rank_of: dict[bytes, int] = {}
-    for rank in sorted(vocab):
-        if rank in special_ids:
-            continue
-        token = vocab[rank]
-        if token in rank_of:
-            raise ValueError(
-                f"token ids {rank_of[token]} and {rank} both have bytes {token!r}; "
-                "a .tiktoken file maps each token to one rank"
-            )
-        rank_of[token] = rank
-        lines.append(f"{_spell(token)} {rank}\n")
+    ordinary = {rank: vocab[rank] for rank in sorted(vocab) if rank not in special_ids}
+    repeat = first_repeat(ordinary)
+    if repeat is not None:
+        first, second, token = repeat
+        raise ValueError(
+            f"token ids {first} and {second} both have bytes {token!r}; "
+            "a .tiktoken file maps each token to one rank"
+        )
+    lines = [f"{_spell(token)} {rank}\n" for rank, token in ordinary.items()]
     target = Path(path)
     with atomic_write(target) as file:
         file.write("".join(lines).encode("ascii"))

@@ -9,3 +9,12 @@ steps other than pre-tokenizing and the model (which the kernels of
 and :class:`~streambpe.pipeline.text.TextPipeline`, which ties them
 together for the encoder.
 """
+
+from __future__ import annotations
+
+from streambpe.pipeline.added_tokens import AddedToken
+from streambpe.pipeline.normalizers import Normalizer
+from streambpe.pipeline.templates import Template
+from streambpe.pipeline.text import TextPipeline
+
+__all__ = ["AddedToken", "Normalizer", "Template", "TextPipeline"]

@@ -18,20 +18,9 @@ import dataclasses
 from typing import Any
 
 from streambpe.pipeline.added_tokens import AddedToken
-from streambpe.pipeline.normalizers import (
-    Lowercase,
-    Normalizer,
-    NormalizerSequence,
-    Prepend,
-    Replace,
-    UnicodeForm,
-)
+from streambpe.pipeline.normalizers import NORMALIZER_TYPES, Normalizer, NormalizerSequence
 from streambpe.pipeline.templates import Template
 from streambpe.pipeline.text import TextPipeline
-
-_NORMALIZERS: dict[str, type[Any]] = {
-    kind.__name__: kind for kind in (UnicodeForm, Lowercase, Replace, Prepend)
-}
 
 
 def pipeline_document(pipeline: TextPipeline) -> dict[str, Any]:
@@ -75,5 +64,5 @@ def _normalizer_from(document: dict[str, Any] | None) -> Normalizer | None:
     if kind == "Sequence":
         steps = [_normalizer_from(step) for step in fields["steps"]]
         return NormalizerSequence(tuple(step for step in steps if step is not None))
-    normalizer: Normalizer = _NORMALIZERS[kind](**fields)
+    normalizer: Normalizer = NORMALIZER_TYPES[kind](**fields)
     return normalizer

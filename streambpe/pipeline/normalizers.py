@@ -23,7 +23,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import regex
 
@@ -41,8 +41,12 @@ class Normalizer(Protocol):
         ...
 
     def is_safe_start(self, char: str) -> bool:
-        """Whether normalizing text cut just before ``char`` equals normalizing it whole."""
-        ...
+        """Whether normalizing text cut just before ``char`` equals normalizing it whole.
+
+        Always, for a normalizer that rewrites each character or match on its
+        own (those that subclass :class:`Normalizer` inherit this answer).
+        """
+        return True
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class UnicodeForm:
 
 
 @dataclass(frozen=True)
-class Lowercase:
+class Lowercase(Normalizer):
     """Each character lowercased on its own, as ``tokenizers`` does.
 
     >>> Lowercase().normalize("ΟΔΟΣ İ")  # no final sigma; dotted I keeps its dot
@@ -83,12 +87,9 @@ class Lowercase:
     def cuts_inside(self) -> bool:
         return True
 
-    def is_safe_start(self, char: str) -> bool:
-        return True
-
 
 @dataclass(frozen=True)
-class Replace:
+class Replace(Normalizer):
     """Every non-overlapping match of ``pattern`` (a regex) replaced by ``content``, literally.
 
     A ``tokenizer.json`` ``String`` pattern arrives here escaped.
@@ -111,12 +112,9 @@ class Replace:
             return not pattern[1].isalnum()
         return len(pattern) == 1 and pattern not in "^$.|()[]{}*+?\\"
 
-    def is_safe_start(self, char: str) -> bool:
-        return True
-
 
 @dataclass(frozen=True)
-class Prepend:
+class Prepend(Normalizer):
     """``prefix`` put in front of a non-empty text.
 
     >>> Prepend("\\u2581").normalize("hi"), Prepend("\\u2581").normalize("")
@@ -131,9 +129,6 @@ class Prepend:
     def cuts_inside(self) -> bool:
         # Each cut would start a new text, and so a new prefix.
         return False
-
-    def is_safe_start(self, char: str) -> bool:
-        return True
 
 
 @dataclass(frozen=True)
@@ -158,6 +153,13 @@ class NormalizerSequence:
         # A later step sees the earlier steps' output; the forms never turn a
         # stable starter into anything else, and the other steps act per character.
         return all(step.is_safe_start(char) for step in self.steps)
+
+
+#: Each one-step normalizer by its class name, the name a pipeline's JSON form gives it
+#: (:mod:`~streambpe.pipeline.documents`).
+NORMALIZER_TYPES: dict[str, type[Any]] = {
+    kind.__name__: kind for kind in (UnicodeForm, Lowercase, Replace, Prepend)
+}
 
 
 @cache

@@ -7,3 +7,13 @@ with a ranged read. Remote locations go through fsspec, an optional extra
 (``pip install 'streambpe[remote]'``), imported by :mod:`~streambpe.sources.remote`
 only when a URL is seen.
 """
+
+from __future__ import annotations
+
+from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
+
+__all__ = [
+    "InputFile",
+    "Inputs",
+    "resolve_inputs",
+]

@@ -1,8 +1,11 @@
 """Async encoding (anyio: runs under asyncio and trio).
 
-:func:`aencode_iterable` yields *batches* of ids (``list[int]``), one per block
-of text that could be encoded, because one ``await`` per id would cost more
-than the encoding itself; :func:`flatten` turns batches into single ids.
+:func:`aiter_id_batches` (also named :func:`aencode_iterable`, the name the
+README advertises) yields *batches* of ids (``list[int]``), one per block of
+text that could be encoded, because one ``await`` per id would cost more
+than the encoding itself; :func:`flatten` turns batches into single ids. It
+is the async twin of ``Encoder.iter_id_batches``, not of ``encode_iterable``
+(which yields single ids).
 
 The CPU work runs in a worker thread, a batch of about :data:`BATCH_CHARS`
 characters at a time, and the event loop gets the GIL back every few
@@ -17,7 +20,7 @@ more (backpressure), so memory stays bounded. The ids equal
 >>> from streambpe.encode.encoder import Encoder
 >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
 >>> async def main():
-...     return [i async for i in flatten(aencode_iterable(encoder, ["a\\n", "\\n b"]))]
+...     return [i async for i in flatten(aiter_id_batches(encoder, ["a\\n", "\\n b"]))]
 >>> anyio.run(main) == encoder.encode("a\\n\\n b")
 True
 """
@@ -115,10 +118,10 @@ def _read_and_encode(
     return _encode_ready(encoder, splitter, chunks), False
 
 
-async def aencode_iterable(
+async def aiter_id_batches(
     encoder: Encoder, source: AsyncIterable[str] | Iterable[str]
 ) -> AsyncIterator[list[int]]:
-    """Encode an async (or sync) stream of text chunks; yields lists of ids in order.
+    """Encode an async (or sync) stream of text chunks; yields *batches* of ids in order.
 
     The source is read only as fast as batches are consumed: the first ids
     come once one batch is read, later ones with at most one more batch read,
@@ -161,6 +164,10 @@ async def aencode_iterable(
         # loop, so that no thread outlives the stream.
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(partial(worker.shutdown, wait=True, cancel_futures=True))
+
+
+#: The name the README advertises: the same function, yielding batches of ids.
+aencode_iterable = aiter_id_batches
 
 
 async def _ids_of(job: Future[list[int]]) -> list[int]:

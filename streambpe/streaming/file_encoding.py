@@ -32,17 +32,14 @@ from pathlib import Path
 
 from streambpe._support.atomic import atomic_write
 from streambpe._support.progress import ProgressReporter, as_reporter
+from streambpe._support.renames import renamed_function, renamed_keyword
 from streambpe._support.utf8 import DecodeErrors
 from streambpe.cutting.byte_ranges import ByteRange, plan_byte_ranges, read_text
 from streambpe.encode.encoder import Encoder
 from streambpe.errors import ParameterError
-from streambpe.sources.inputs import Inputs, resolve_inputs
+from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
+from streambpe.streaming.options import DEFAULT_ENCODE_CHUNK_SIZE, EncodeOptions
 from streambpe.streaming.parallel import encode_map
-
-#: Bytes of input per task: big enough to amortize the hand-off, small enough that a
-#: worker's decoded text, pieces and ids stay small (1 MiB rather than 2 MiB took
-#: ~20 MiB off the peak of a 2-worker run, at no measurable cost in speed).
-DEFAULT_ENCODE_CHUNK_SIZE = 1024 * 1024
 
 #: Output dtypes: name -> (array typecode, largest id it holds).
 DTYPES: dict[str, tuple[str, int]] = {"uint16": ("H", 2**16 - 1), "uint32": ("I", 2**32 - 1)}
@@ -147,47 +144,40 @@ def encode_range(encoder: Encoder, task: RangeTask) -> tuple[int, bytes]:
 
 def iter_encoded_chunks(
     encoder: Encoder,
-    inputs: Inputs,
+    files: list[InputFile],
+    options: EncodeOptions,
     *,
-    workers: int | None = None,
-    dtype: str | None = None,
-    chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
-    errors: DecodeErrors = "strict",
-    progress: bool | ProgressReporter = False,
-    executor: Executor | None = None,
     staging_dir: str | os.PathLike[str] | None = None,
 ) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(n_ids, packed_ids)`` for each chunk of the inputs, in order, without writing a file.
+    """Yield ``(n_ids, packed_ids)`` for each chunk of resolved input files, in order.
 
-    ``inputs`` is a path, a glob, an fsspec URL, or a list of them; each file
-    is its own stream, encoded after the one before. ``packed_ids`` is
-    little-endian ``dtype``; use :func:`iter_file_ids` for plain ints.
-    With an ``executor`` other than a thread pool, its workers must be able to
-    read the input and ``staging_dir`` (default: a temporary folder), where the
-    encoder is staged for them (:mod:`~streambpe.streaming.worker_encoder`).
+    Each file is its own stream, encoded after the one before; ``packed_ids``
+    is little-endian ``options.dtype`` (the smallest that fits if ``None``).
+    Nothing is written. With an ``options.executor`` other than a thread
+    pool, its workers must be able to read the input and ``staging_dir``
+    (default: a temporary folder), where the encoder is staged for them
+    (:mod:`~streambpe.streaming.worker_encoder`).
     """
-    # Absolute locations, so a worker running in another directory opens the same files.
-    files = resolve_inputs(inputs)
-    chosen = choose_dtype(encoder.n_vocab, dtype)
+    dtype = choose_dtype(encoder.n_vocab, options.dtype)
     tasks = [
-        RangeTask(byte_range, chosen, errors)
+        RangeTask(byte_range, dtype, options.errors)
         for source in files
         for byte_range in plan_byte_ranges(
             source,
-            chunk_size=chunk_size,
+            chunk_size=options.chunk_size,
             special_tokens=encoder.cut_tokens,
             space_cuts=encoder.space_cuts,
         )
     ]
-    reporter = as_reporter(progress)
+    reporter = as_reporter(options.progress)
     with (
         reporter.stage("encoding", total=sum(f.size for f in files), unit="B") as advance,
         encode_map(
             encoder,
             encode_range,
             tasks,
-            workers=workers,
-            executor=executor,
+            workers=options.workers,
+            executor=options.executor,
             staging_dir=staging_dir,
         ) as results,
     ):
@@ -196,7 +186,8 @@ def iter_encoded_chunks(
             yield result
 
 
-def iter_file_ids(
+@renamed_keyword("input_path", "inputs")
+def iter_file_id_batches(
     encoder: Encoder,
     inputs: Inputs,
     *,
@@ -206,18 +197,21 @@ def iter_file_ids(
     progress: bool | ProgressReporter = False,
     executor: Executor | None = None,
 ) -> Iterator[list[int]]:
-    """Yield the ids of the inputs chunk by chunk (lists of ints), in order, in constant memory."""
-    chunks = iter_encoded_chunks(
-        encoder,
-        inputs,
-        workers=workers,
-        dtype="uint32",
-        chunk_size=chunk_size,
-        errors=errors,
-        progress=progress,
-        executor=executor,
-    )
-    for _count, packed in chunks:
+    """Yield the ids of the inputs a chunk at a time (*batches*: lists of ints), in order.
+
+    Memory stays constant however large the inputs; the arguments are those
+    of :func:`encode_file`. Nothing is written anywhere.
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "in.txt"
+    >>> _ = path.write_text("hi there")
+    >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+    >>> list(iter_file_id_batches(encoder, path, workers=1))
+    [[104, 105, 32, 116, 104, 101, 114, 101]]
+    """
+    # uint32 holds every id, so the batches are the ids as they came.
+    options = EncodeOptions(workers, "uint32", chunk_size, errors, progress, executor)
+    for _count, packed in iter_encoded_chunks(encoder, resolve_inputs(inputs), options):
         values = array("I")
         values.frombytes(packed)
         if sys.byteorder == "big":
@@ -225,6 +219,11 @@ def iter_file_ids(
         yield values.tolist()
 
 
+#: The old name of :func:`iter_file_id_batches` (it yields batches, not single ids).
+iter_file_ids = renamed_function(iter_file_id_batches, "iter_file_ids")
+
+
+@renamed_keyword("input_path", "inputs")
 def encode_file(
     encoder: Encoder,
     inputs: Inputs,
@@ -243,11 +242,14 @@ def encode_file(
         inputs: a path, a glob, an fsspec URL, or a list of them; several
             files are encoded one after another, each its own stream (for one
             ``.bin`` per part of a large corpus, see ``encode_files``).
+            (``input_path=`` is its old, deprecated keyword.)
         workers: threads or processes to encode with (threads when the backend
             encodes without the GIL); ``None`` means one per core.
         dtype: ``"uint16"`` or ``"uint32"``; by default the smallest that holds every id.
             An id that does not fit raises ``ValueError`` before anything is written.
-        chunk_size: input bytes per task (the ids never depend on it).
+        chunk_size: input bytes per task, read and decoded at once (the ids never
+            depend on it). Training's ``chunk_size`` is the same quantity with a
+            larger default; :mod:`~streambpe.streaming.options` says why.
         errors: ``"strict"`` raises on invalid UTF-8 naming the byte offset; ``"replace"``
             substitutes U+FFFD.
         progress: ``True`` for a bar on stderr, or a reporter.
@@ -259,24 +261,16 @@ def encode_file(
     A failure or Ctrl-C leaves no file under ``output_path`` and no worker processes.
     """
     started = time.perf_counter()
+    options = EncodeOptions(workers, dtype, chunk_size, errors, progress, executor)
     files = resolve_inputs(inputs)
-    chosen = choose_dtype(encoder.n_vocab, dtype)
+    chosen = choose_dtype(encoder.n_vocab, options.dtype)
     output = Path(output_path)
     if not output.parent.is_dir():
         raise FileNotFoundError(f"output directory does not exist: {output.parent}")
     tokens = 0
     with atomic_write(output) as sink:
-        for count, packed in iter_encoded_chunks(
-            encoder,
-            files,
-            workers=workers,
-            dtype=chosen,
-            chunk_size=chunk_size,
-            errors=errors,
-            progress=progress,
-            executor=executor,
-            staging_dir=output.parent,
-        ):
+        chunks = iter_encoded_chunks(encoder, files, options, staging_dir=output.parent)
+        for count, packed in chunks:
             sink.write(packed)
             tokens += count
     return EncodeStats(

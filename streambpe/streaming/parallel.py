@@ -25,21 +25,17 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack, closing, contextmanager
 from functools import partial
-from typing import Literal, TypeVar
+from typing import TypeVar
 
-from streambpe._support.executors import executor_workers
-from streambpe._support.pool import ordered_map, process_pool, resolve_workers
+from streambpe._support.executors import in_flight_bound, ordered_map
+from streambpe._support.pool import Mode, local_pool, pool_size
 from streambpe.encode.encoder import Encoder
 from streambpe.streaming import worker_encoder
 
+__all__ = ["Mode", "encode_map", "parallel_mode"]
+
 TaskT = TypeVar("TaskT")
 ResultT = TypeVar("ResultT")
-
-#: How work is spread: threads of this process, or worker processes.
-Mode = Literal["threads", "processes"]
-
-#: Tasks in flight per worker: one running and one queued, so no worker waits for the next task.
-IN_FLIGHT_PER_WORKER = 2
 
 
 def parallel_mode(encoder: Encoder) -> Mode:
@@ -56,25 +52,6 @@ def parallel_mode(encoder: Encoder) -> Mode:
     'processes'
     """
     return "threads" if encoder.releases_gil else "processes"
-
-
-@contextmanager
-def thread_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
-    """A thread pool whose threads have all ended when the block does.
-
-    Queued tasks are cancelled and running ones finish (a thread cannot be
-    stopped from outside; each task is a bounded piece of work), whether the
-    block ends normally, by an error, by Ctrl-C or by cancellation.
-
-    >>> with thread_pool(2) as pool:
-    ...     pool.submit(abs, -1).result()
-    1
-    """
-    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="streambpe-encode")
-    try:
-        yield executor
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_installed(function: Callable[[Encoder, TaskT], ResultT], task: TaskT) -> ResultT:
@@ -117,24 +94,28 @@ def encode_map(
     finish, and its result is dropped.
     """
     with ExitStack() as cleanup:
-        count = min(resolve_workers(workers), len(tasks))
-        if executor is not None:
-            in_flight = IN_FLIGHT_PER_WORKER * (executor_workers(executor) or max(1, count))
-            if isinstance(executor, ThreadPoolExecutor):
-                run: Callable[[TaskT], ResultT] = partial(function, encoder)
+        count = pool_size(workers, tasks)
+        # Where the tasks run: the caller's executor, a pool started here, or
+        # (one worker) this process, with no global state, so that concurrent
+        # calls cannot mix encoders.
+        pool = executor
+        if executor is None and count > 1:
+            if parallel_mode(encoder) == "threads":
+                pool = cleanup.enter_context(local_pool(count, "threads"))
             else:
-                reference = cleanup.enter_context(worker_encoder.staged(encoder, staging_dir))
-                run = partial(_run_referenced, function, reference)
-            pool: Executor | None = executor
-        elif count <= 1:
-            # In this process, with no global state: concurrent calls cannot mix encoders.
-            pool, run, in_flight = None, partial(function, encoder), 1
-        elif parallel_mode(encoder) == "threads":
-            pool = cleanup.enter_context(thread_pool(count))
-            run, in_flight = partial(function, encoder), IN_FLIGHT_PER_WORKER * count
+                installing = (worker_encoder.install, (encoder,))
+                pool = cleanup.enter_context(local_pool(count, "processes", *installing))
+        # How the encoder reaches them: threads of this process share it, the
+        # processes started here had it installed, any other worker loads it once.
+        run: Callable[[TaskT], ResultT]
+        if pool is None or isinstance(pool, ThreadPoolExecutor):
+            run = partial(function, encoder)
+        elif executor is None:
+            run = partial(_run_installed, function)
         else:
-            pool = cleanup.enter_context(process_pool(count, worker_encoder.install, (encoder,)))
-            run, in_flight = partial(_run_installed, function), IN_FLIGHT_PER_WORKER * count
+            reference = cleanup.enter_context(worker_encoder.staged(encoder, staging_dir))
+            run = partial(_run_referenced, function, reference)
+        in_flight = in_flight_bound(pool, fallback_workers=count)
         # Entered after the pool, so closed first: queued tasks are cancelled
         # before the pool shuts down, even when the caller abandons the results.
         yield cleanup.enter_context(closing(ordered_map(pool, run, tasks, max_in_flight=in_flight)))

@@ -58,24 +58,26 @@ import xxhash
 
 from streambpe._support.atomic import atomic_write
 from streambpe._support.progress import ProgressReporter, as_reporter
+from streambpe._support.renames import renamed_keyword
 from streambpe._support.utf8 import DecodeErrors
-from streambpe.cutting.byte_ranges import byte_ranges_between
+from streambpe.cutting.byte_ranges import Cuts, Span
 from streambpe.encode.encoder import Encoder
-from streambpe.errors import ParameterError
 from streambpe.sources.inputs import InputFile, Inputs, resolve_inputs
 from streambpe.streaming.file_encoding import (
-    DEFAULT_ENCODE_CHUNK_SIZE,
     DTYPES,
     EncodeStats,
     RangeTask,
     choose_dtype,
     encode_range,
 )
+from streambpe.streaming.options import (
+    DEFAULT_ENCODE_CHUNK_SIZE,
+    DEFAULT_SHARD_BYTES,
+    EncodeOptions,
+)
 from streambpe.streaming.parallel import encode_map
 from streambpe.streaming.worker_encoder import encoder_fingerprint
 
-#: Input bytes per shard: one task's work, and what a rerun redoes at most per lost task.
-DEFAULT_SHARD_BYTES = 128 * 1024 * 1024
 #: The commit marker, written last.
 INDEX_NAME = "index.json"
 #: Where finished shards are recorded until the index is written (removed then).
@@ -143,14 +145,8 @@ def _write_record(task: _ShardTask, record: _ShardRecord) -> None:
 
 def _encode_shard(encoder: Encoder, task: _ShardTask) -> _ShardRecord:
     """Write one shard (in a worker): find its cuts, encode range by range, rename, record it."""
-    ranges = byte_ranges_between(
-        task.source,
-        task.nominal_start,
-        task.nominal_end,
-        chunk_size=task.chunk_size,
-        special_tokens=encoder.cut_tokens,
-        space_cuts=encoder.space_cuts,
-    )
+    span = Span(task.source, task.nominal_start, task.nominal_end)
+    ranges = span.byte_ranges(Cuts(encoder.cut_tokens, encoder.space_cuts, task.chunk_size))
     tokens = 0
     if ranges:
         with atomic_write(Path(task.folder) / task.name) as sink:
@@ -170,16 +166,10 @@ def _encode_shard(encoder: Encoder, task: _ShardTask) -> _ShardRecord:
 
 
 def _plan(
-    files: list[InputFile],
-    folder: Path,
-    *,
-    shard_bytes: int,
-    dtype: str,
-    errors: DecodeErrors,
-    chunk_size: int,
-    tokenizer: str,
+    files: list[InputFile], folder: Path, options: EncodeOptions, *, dtype: str, tokenizer: str
 ) -> list[_ShardTask]:
-    """Spans of about ``shard_bytes`` of each input, from sizes alone, numbered across inputs."""
+    """Spans of about ``options.shard_bytes`` of each input, from sizes alone, numbered across inputs."""
+    shard_bytes, errors = options.shard_bytes, options.errors
     tasks: list[_ShardTask] = []
     for source in files:
         for part in range(math.ceil(source.size / shard_bytes)):
@@ -190,7 +180,15 @@ def _plan(
             )
             tasks.append(
                 _ShardTask(
-                    len(tasks), source, start, end, str(folder), dtype, errors, chunk_size, key
+                    len(tasks),
+                    source,
+                    start,
+                    end,
+                    str(folder),
+                    dtype,
+                    errors,
+                    options.chunk_size,
+                    key,
                 )
             )
     return tasks
@@ -222,12 +220,7 @@ def _verified(task: _ShardTask, found: Any) -> _ShardRecord | None:
 
 
 def _index_header(
-    encoder: Encoder,
-    tokenizer: str,
-    files: list[InputFile],
-    dtype: str,
-    errors: str,
-    shard_bytes: int,
+    encoder: Encoder, tokenizer: str, files: list[InputFile], dtype: str, options: EncodeOptions
 ) -> dict[str, Any]:
     return {
         "format": INDEX_FORMAT,
@@ -238,8 +231,8 @@ def _index_header(
             "pattern": encoder.pattern,
             "special_tokens": encoder.special_tokens,
         },
-        "errors": errors,
-        "shard_bytes": shard_bytes,
+        "errors": options.errors,
+        "shard_bytes": options.shard_bytes,
         "inputs": [asdict(source) for source in files],
     }
 
@@ -298,14 +291,15 @@ def _finish(folder: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
+@renamed_keyword("input_path", "inputs")
 def encode_files(
     encoder: Encoder,
     inputs: Inputs,
     out_dir: str | os.PathLike[str],
     *,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
     executor: Executor | None = None,
     workers: int | None = None,
-    shard_bytes: int = DEFAULT_SHARD_BYTES,
     dtype: str | None = None,
     chunk_size: int = DEFAULT_ENCODE_CHUNK_SIZE,
     errors: DecodeErrors = "strict",
@@ -318,11 +312,11 @@ def encode_files(
             its own stream (no piece spans two files).
         out_dir: the output folder; created if its parent exists. Workers write
             their shards there, so with a cluster it must be a shared folder.
+        shard_bytes: input bytes per shard (the concatenated ids never depend on it).
         executor: a ``concurrent.futures.Executor`` to encode on (a Dask
             ``client.get_executor()``, say); by default threads or processes of
             this machine. The encoder reaches each worker once.
         workers: threads or processes when no executor is given (``None``: one per core).
-        shard_bytes: input bytes per shard (the concatenated ids never depend on it).
         dtype, chunk_size, errors, progress: as for
             :func:`~streambpe.streaming.file_encoding.encode_file`.
 
@@ -330,34 +324,25 @@ def encode_files(
     kept, the others are encoded, and the index is written at the end.
     """
     started = time.perf_counter()
-    if shard_bytes < 1:
-        raise ParameterError(f"shard_bytes must be at least 1, got {shard_bytes}")
+    options = EncodeOptions(workers, dtype, chunk_size, errors, progress, executor, shard_bytes)
     files = resolve_inputs(inputs)
-    chosen = choose_dtype(encoder.n_vocab, dtype)
+    chosen = choose_dtype(encoder.n_vocab, options.dtype)
     folder = _output_folder(out_dir)
     tokenizer = encoder_fingerprint(encoder)
-    tasks = _plan(
-        files,
-        folder,
-        shard_bytes=shard_bytes,
-        dtype=chosen,
-        errors=errors,
-        chunk_size=chunk_size,
-        tokenizer=tokenizer,
-    )
-    header = _index_header(encoder, tokenizer, files, chosen, errors, shard_bytes)
+    tasks = _plan(files, folder, options, dtype=chosen, tokenizer=tokenizer)
+    header = _index_header(encoder, tokenizer, files, chosen, options)
     index_path = folder / INDEX_NAME
     done = _resume(index_path, header, tasks)
     todo = [task for task in tasks if task.number not in done]
-    reporter = as_reporter(progress)
+    reporter = as_reporter(options.progress)
     with reporter.stage("encoding", total=sum(f.size for f in files), unit="B") as advance:
         advance(sum(task.nominal_size for task in tasks if task.number in done))
         with encode_map(
             encoder,
             _encode_shard,
             todo,
-            workers=workers,
-            executor=executor,
+            workers=options.workers,
+            executor=options.executor,
             staging_dir=_pending(folder),
         ) as results:
             for task, record in zip(todo, results, strict=True):

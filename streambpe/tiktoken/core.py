@@ -26,11 +26,12 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from streambpe.cutting.specials import SpecialTokenScanner
 from streambpe.encode.encoder import fix_surrogates
 from streambpe.errors import ParameterError
+from streambpe.formats.text_files import first_repeat
 from streambpe.patterns import compile_pattern
 from streambpe.tokenizer import Tokenizer
 
@@ -49,6 +50,15 @@ _NO_SPECIALS: frozenset[str] = frozenset()
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 #: Bytes of a token that counts as all whitespace when widening the unstable tail.
 _TAIL_SPACE_BYTES = b" \n\t"
+
+
+class _Definition(NamedTuple):
+    """What makes an encoding: ``Encoding``'s arguments, which are also its pickled state."""
+
+    name: str
+    pat_str: str
+    mergeable_ranks: dict[bytes, int]
+    special_tokens: dict[str, int]
 
 
 class Encoding:
@@ -80,7 +90,7 @@ class Encoding:
         tokenizer = Tokenizer.from_ranks(
             mergeable_ranks, pattern=pat_str, special_tokens=special_tokens
         )
-        self._attach(name, pat_str, mergeable_ranks, special_tokens, tokenizer)
+        self._attach(_Definition(name, pat_str, mergeable_ranks, special_tokens), tokenizer)
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Tokenizer, name: str) -> Encoding:
@@ -100,29 +110,21 @@ class Encoding:
                 "for tiktoken's pat_str; use the Tokenizer itself"
             )
         encoding = cls.__new__(cls)
-        encoding._attach(
-            name, tokenizer.pattern, tokenizer.tiktoken_ranks(), tokenizer.special_tokens, tokenizer
+        definition = _Definition(
+            name, tokenizer.pattern, tokenizer.tiktoken_ranks(), tokenizer.special_tokens
         )
+        encoding._attach(definition, tokenizer)
         return encoding
 
-    def _attach(
-        self,
-        name: str,
-        pat_str: str,
-        mergeable_ranks: dict[bytes, int],
-        special_tokens: dict[str, int],
-        tokenizer: Tokenizer,
-    ) -> None:
-        self.name = name
-        self._pat_str = pat_str
-        self._mergeable_ranks = mergeable_ranks
-        self._special_tokens = special_tokens
+    def _attach(self, definition: _Definition, tokenizer: Tokenizer) -> None:
+        # tiktoken's attribute names: code written against tiktoken reads them.
+        self.name, self._pat_str, self._mergeable_ranks, self._special_tokens = definition
         self._tokenizer = tokenizer
         self.max_token_value = max(
-            max(mergeable_ranks.values()), max(special_tokens.values(), default=0)
+            max(self._mergeable_ranks.values()), max(self._special_tokens.values(), default=0)
         )
-        self._special_token_values = frozenset(special_tokens.values())
-        self._special_names = frozenset(special_tokens)
+        self._special_token_values = frozenset(self._special_tokens.values())
+        self._special_names = frozenset(self._special_tokens)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -543,12 +545,10 @@ class Encoding:
     # ----------------------------------------------------------------- pickling
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "pat_str": self._pat_str,
-            "mergeable_ranks": self._mergeable_ranks,
-            "special_tokens": self._special_tokens,
-        }
+        definition = _Definition(
+            self.name, self._pat_str, self._mergeable_ranks, self._special_tokens
+        )
+        return definition._asdict()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         Encoding.__init__(self, **state)
@@ -563,15 +563,13 @@ def _check_ranks(
     """tiktoken's checks of an encoding's ranks, as errors that say what is wrong."""
     if not mergeable_ranks:
         raise ParameterError(f"encoding {name!r} has no mergeable_ranks")
-    if len(set(mergeable_ranks.values())) != len(mergeable_ranks):
-        seen: dict[int, bytes] = {}
-        for token, rank in mergeable_ranks.items():
-            if rank in seen:
-                raise ParameterError(
-                    f"encoding {name!r}: tokens {seen[rank]!r} and {token!r} both have rank "
-                    f"{rank}; each rank is a token id, so ranks must be distinct"
-                )
-            seen[rank] = token
+    repeat = first_repeat(mergeable_ranks)
+    if repeat is not None:
+        first, second, rank = repeat
+        raise ParameterError(
+            f"encoding {name!r}: tokens {first!r} and {second!r} both have rank "
+            f"{rank}; each rank is a token id, so ranks must be distinct"
+        )
     if explicit_n_vocab:
         count = len(mergeable_ranks) + len(special_tokens)
         largest = max(max(mergeable_ranks.values()), max(special_tokens.values(), default=0))

@@ -76,8 +76,22 @@ PUBLISHED_FILES = (
 )
 
 
-def _ranks(file: PublishedFile) -> dict[bytes, int]:
-    return load_tiktoken_bpe(file.url, expected_hash=file.sha256)
+def _spec(
+    name: str,
+    pat_str: str,
+    file: PublishedFile,
+    special_tokens: dict[str, int],
+    explicit_n_vocab: int | None = None,
+) -> EncodingSpec:
+    """``Encoding``'s keyword arguments, the ranks read from ``file`` (and its hash checked)."""
+    count = {} if explicit_n_vocab is None else {"explicit_n_vocab": explicit_n_vocab}
+    return {
+        "name": name,
+        **count,
+        "pat_str": pat_str,
+        "mergeable_ranks": load_tiktoken_bpe(file.url, expected_hash=file.sha256),
+        "special_tokens": special_tokens,
+    }
 
 
 def gpt2() -> EncodingSpec:
@@ -99,65 +113,36 @@ def gpt2() -> EncodingSpec:
 
 def r50k_base() -> EncodingSpec:
     """GPT-3's encoding (davinci, curie, babbage, ada)."""
-    return {
-        "name": "r50k_base",
-        "explicit_n_vocab": 50257,
-        "pat_str": GPT2,
-        "mergeable_ranks": _ranks(R50K_FILE),
-        "special_tokens": {ENDOFTEXT: 50256},
-    }
+    return _spec("r50k_base", GPT2, R50K_FILE, {ENDOFTEXT: 50256}, explicit_n_vocab=50257)
 
 
 def p50k_base() -> EncodingSpec:
     """The Codex encoding: r50k plus tokens for runs of 2 to 25 spaces."""
-    return {
-        "name": "p50k_base",
-        "explicit_n_vocab": 50281,
-        "pat_str": GPT2,
-        "mergeable_ranks": _ranks(P50K_FILE),
-        "special_tokens": {ENDOFTEXT: 50256},
-    }
+    return _spec("p50k_base", GPT2, P50K_FILE, {ENDOFTEXT: 50256}, explicit_n_vocab=50281)
 
 
 def p50k_edit() -> EncodingSpec:
     """p50k_base with the fill-in-the-middle tokens of the edit models."""
-    return {
-        "name": "p50k_edit",
-        "pat_str": GPT2,
-        "mergeable_ranks": _ranks(P50K_FILE),
-        "special_tokens": {
-            ENDOFTEXT: 50256,
-            FIM_PREFIX: 50281,
-            FIM_MIDDLE: 50282,
-            FIM_SUFFIX: 50283,
-        },
-    }
+    specials = {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283}
+    return _spec("p50k_edit", GPT2, P50K_FILE, specials)
 
 
 def cl100k_base() -> EncodingSpec:
     """GPT-4 and GPT-3.5's encoding, also the ``text-embedding-3`` models'."""
-    return {
-        "name": "cl100k_base",
-        "pat_str": CL100K,
-        "mergeable_ranks": _ranks(CL100K_FILE),
-        "special_tokens": {
-            ENDOFTEXT: 100257,
-            FIM_PREFIX: 100258,
-            FIM_MIDDLE: 100259,
-            FIM_SUFFIX: 100260,
-            ENDOFPROMPT: 100276,
-        },
+    specials = {
+        ENDOFTEXT: 100257,
+        FIM_PREFIX: 100258,
+        FIM_MIDDLE: 100259,
+        FIM_SUFFIX: 100260,
+        ENDOFPROMPT: 100276,
     }
+    return _spec("cl100k_base", CL100K, CL100K_FILE, specials)
 
 
 def o200k_base() -> EncodingSpec:
     """GPT-4o's encoding, and that of the o-series and GPT-4.1/GPT-5."""
-    return {
-        "name": "o200k_base",
-        "pat_str": O200K,
-        "mergeable_ranks": _ranks(O200K_FILE),
-        "special_tokens": {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
-    }
+    specials = {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}
+    return _spec("o200k_base", O200K, O200K_FILE, specials)
 
 
 def harmony_special_tokens() -> dict[str, int]:
@@ -189,12 +174,7 @@ def harmony_special_tokens() -> dict[str, int]:
 
 def o200k_harmony() -> EncodingSpec:
     """The gpt-oss models' encoding: o200k_base's ranks and pattern, the harmony specials."""
-    return {
-        "name": "o200k_harmony",
-        "pat_str": O200K,
-        "mergeable_ranks": _ranks(O200K_FILE),
-        "special_tokens": harmony_special_tokens(),
-    }
+    return _spec("o200k_harmony", O200K, O200K_FILE, harmony_special_tokens())
 
 
 #: Encoding name -> constructor, as a tiktoken plugin module declares them.

@@ -6,3 +6,13 @@
 :mod:`~streambpe.train.trainer` holds ``train_bpe``, ``train_bpe_from_iterator``
 and ``atrain_bpe``.
 """
+
+from __future__ import annotations
+
+from streambpe.train.trainer import atrain_bpe, train_bpe, train_bpe_from_iterator
+
+__all__ = [
+    "atrain_bpe",
+    "train_bpe",
+    "train_bpe_from_iterator",
+]

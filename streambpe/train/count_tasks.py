@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from streambpe._support.utf8 import DecodeErrors
-from streambpe.cutting.byte_ranges import byte_ranges_between, read_text
+from streambpe.cutting.byte_ranges import Cuts, Span, read_text
 from streambpe.errors import ParameterError
 from streambpe.patterns import SPACE_SPLITTABLE_PATTERNS
 from streambpe.sources.inputs import InputFile
@@ -57,44 +57,26 @@ class CountSettings:
         """True when the pattern allows cuts inside a document (``docs/design.md``, "Safe cuts")."""
         return self.pattern in SPACE_SPLITTABLE_PATTERNS
 
+    @property
+    def cuts(self) -> Cuts:
+        """Where a text file may be cut for counting: at special tokens, and at spaces if the pattern allows."""
+        return Cuts(self.special_tokens, self.space_cuts, self.chunk_size)
+
 
 @dataclass(frozen=True)
-class TextSpan:
+class TextSpan(Span):
     """Text file bytes from the first safe cut at or after ``start`` to the first at or after ``end``."""
 
-    source: InputFile
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
     def texts(self, settings: CountSettings) -> Iterator[str]:
-        ranges = byte_ranges_between(
-            self.source,
-            self.start,
-            self.end,
-            chunk_size=settings.chunk_size,
-            special_tokens=settings.special_tokens,
-            space_cuts=settings.space_cuts,
-        )
-        for byte_range in ranges:
+        for byte_range in self.byte_ranges(settings.cuts):
             yield read_text(byte_range, settings.errors)
 
 
 @dataclass(frozen=True)
-class JsonlSpan:
+class JsonlSpan(Span):
     """The records of a jsonl file whose lines start between two nominal offsets."""
 
-    source: InputFile
-    start: int
-    end: int
     text_field: str
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
 
     def texts(self, settings: CountSettings) -> Iterator[str]:
         return jsonl_documents(

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import marshal
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import ExitStack
 from functools import cache
 
 from streambpe import core
-from streambpe._support.executors import executor_workers, map_reduce, task_count
-from streambpe._support.pool import process_pool
+from streambpe._support.executors import in_flight_bound, map_reduce, task_count
+from streambpe._support.pool import local_pool, pool_size
 from streambpe.core import Pretokenizing
 from streambpe.cutting.specials import SpecialTokenScanner
 from streambpe.sources.inputs import InputFile
@@ -165,11 +165,10 @@ def count_words(
         if progress_callback is not None:
             progress_callback(sizes[index])
 
-    in_flight = max_in_flight or 2 * ((executor_workers(executor) if executor else None) or workers)
+    in_flight = max_in_flight or in_flight_bound(executor, fallback_workers=workers)
     with ExitStack() as stack:
         if executor is None:
-            pool_size = min(workers, len(tasks)) if isinstance(tasks, Sized) else workers
-            executor = stack.enter_context(process_pool(max(1, pool_size)))
+            executor = stack.enter_context(local_pool(pool_size(workers, tasks)))
         return map_reduce(
             executor,
             # Looked up at call time, so a test can stand in for either.

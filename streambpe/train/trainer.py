@@ -30,6 +30,7 @@ from pathlib import Path
 from streambpe import core
 from streambpe._support.pool import resolve_workers
 from streambpe._support.progress import ProgressReporter, as_reporter, awaitable_in_thread
+from streambpe._support.renames import renamed_keyword, user_stacklevel
 from streambpe._support.utf8 import DecodeErrors, check_errors_policy
 from streambpe.cutting.specials import validate_special_tokens
 from streambpe.errors import ParameterError, VocabSizeWarning
@@ -128,8 +129,7 @@ def _learn_merges(
             f"{corpus}: the corpus supports only {len(merges)} merges, so the vocabulary has "
             f"{reached} tokens instead of the requested {vocab_size}",
             VocabSizeWarning,
-            # Above this function: train_bpe, then its caller.
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return build_vocab(specials, merges), merges
 
@@ -140,8 +140,9 @@ def _describe(files: list[InputFile]) -> str:
     )
 
 
+@renamed_keyword("input_path", "inputs")
 def train_bpe(
-    input_path: Inputs,
+    inputs: Inputs,
     vocab_size: int,
     special_tokens: Sequence[str] | None = None,
     *,
@@ -164,9 +165,10 @@ def train_bpe(
     list gives the result of training on the files joined by a special token.
 
     Args:
-        input_path: a path, a list of paths, a glob (``"data/*.txt"``), or fsspec URLs
+        inputs: a path, a list of paths, a glob (``"data/*.txt"``), or fsspec URLs
             (``"s3://bucket/shard-*.jsonl"``, needs ``streambpe[remote]``). Special
-            tokens in the text separate documents.
+            tokens in the text separate documents. (``input_path=``, the CS336
+            name, is its old keyword: it still works, with a ``DeprecationWarning``.)
         vocab_size: the number of ids wanted, bytes and special tokens included.
         special_tokens: strings that are never split or merged (e.g. ``"<|endoftext|>"``).
         pattern: ``"gpt2"`` (default), ``"cl100k"``, ``"o200k"``, or a regex of your own.
@@ -176,7 +178,10 @@ def train_bpe(
             Dask ``client.get_executor()``, a :class:`~streambpe.RayExecutor`, a pool.
         tasks: how many counting tasks to make; by default twice the executor's
             workers (or ``workers``). Results never depend on it.
-        chunk_size: bytes decoded at a time inside a task (results never depend on it).
+        chunk_size: bytes read and decoded at a time inside a task (results never
+            depend on it): the quantity ``encode_file``'s ``chunk_size`` names, with a
+            larger default because a counting task spans many chunks
+            (:mod:`~streambpe.streaming.options` says why encoding's is smaller).
         errors: ``"strict"`` raises :class:`~streambpe.errors.InvalidUTF8Error` naming the
             byte offset; ``"replace"`` substitutes U+FFFD for invalid bytes.
         input_format: ``"auto"`` (by suffix: ``.jsonl``/``.ndjson``, ``.parquet``, else
@@ -211,7 +216,7 @@ def train_bpe(
         cache_key=cache_key,
     )
     # Resolved here, once: everything below takes the resolved files.
-    files = resolve_inputs(input_path)
+    files = resolve_inputs(inputs)
     reporter = as_reporter(progress)
 
     started = time.perf_counter()

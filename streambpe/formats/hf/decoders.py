@@ -26,15 +26,14 @@ def read_decoder(node: Node) -> TokenDecoder:
     """How ``node`` decodes the text of an added token."""
     if node.value is None:
         return _utf8
-    kind = node.type_name()
-    if kind == "ByteLevel":
+    return node.read_by_type(_READERS, "decoder")
+
+
+def _read_sequence(node: Node) -> TokenDecoder:
+    steps = [read_decoder(step) for step in node.child("decoders").items()]
+    if all(step is _byte_level for step in steps) and steps:
         return _byte_level
-    if kind == "Sequence":
-        steps = [read_decoder(step) for step in node.child("decoders").items()]
-        if all(step is _byte_level for step in steps) and steps:
-            return _byte_level
-        raise node.child("decoders").unsupported("a decoder sequence of other than ByteLevel")
-    raise node.child("type").unsupported(f"decoder {kind!r}")
+    raise node.child("decoders").unsupported("a decoder sequence of other than ByteLevel")
 
 
 def _utf8(text: str) -> bytes:
@@ -46,3 +45,10 @@ def _byte_level(text: str) -> bytes:
         return decode_token(text)
     except ValueError:
         return text.encode("utf-8")
+
+
+#: The decoder types streambpe reads, each to how it decodes an added token.
+_READERS: dict[str, Callable[[Node], TokenDecoder]] = {
+    "ByteLevel": lambda node: _byte_level,
+    "Sequence": _read_sequence,
+}

@@ -15,10 +15,14 @@ streambpe.errors.FormatError: tokenizer.json: a[0]: expected a string, found 1
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from streambpe.errors import FormatError
+
+#: What a component's reader makes of its node.
+ComponentT = TypeVar("ComponentT")
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,28 @@ class Node:
     def type_name(self) -> str:
         """The node's ``"type"`` field."""
         return self.child("type").string()
+
+    def read_by_type(
+        self, readers: Mapping[str, Callable[[Node], ComponentT]], family: str
+    ) -> ComponentT:
+        """What the reader of this node's ``"type"`` makes of it; other types are unsupported.
+
+        ``readers`` is a component family's table of supported types, and
+        ``family`` its name in the error (``"decoder"``, ``"normalizer"``...).
+
+        >>> readers = {"Lowercase": lambda node: "lower"}
+        >>> Node({"type": "Lowercase"}, "t.json", "normalizer").read_by_type(readers, "normalizer")
+        'lower'
+        >>> Node({"type": "Nmt"}, "t.json", "normalizer").read_by_type(readers, "normalizer")
+        Traceback (most recent call last):
+        streambpe.errors.FormatError: t.json: normalizer.type: normalizer 'Nmt' is not supported; \
+streambpe would encode it differently
+        """
+        kind = self.type_name()
+        reader = readers.get(kind)
+        if reader is None:
+            raise self.child("type").unsupported(f"{family} {kind!r}")
+        return reader(self)
 
 
 def _shown(value: object) -> str:

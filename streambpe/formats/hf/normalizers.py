@@ -11,6 +11,8 @@ NormalizerSequence(steps=(UnicodeForm(form='NFC'), Replace(pattern='\\\\.', cont
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import regex
 
 from streambpe.core.split_steps import python_dialect
@@ -30,21 +32,18 @@ def read_normalizer(node: Node) -> Normalizer | None:
     """The normalizer that ``node`` describes, or None for ``null``."""
     if node.value is None:
         return None
-    kind = node.type_name()
-    if kind in UNICODE_FORMS:
-        return UnicodeForm(kind)
-    if kind == "Lowercase":
-        return Lowercase()
-    if kind == "Prepend":
-        return Prepend(node.child("prepend").string())
-    if kind == "Replace":
-        # "$" means any line end to tokenizers' regex engine (see split_steps.python_dialect).
-        pattern = python_dialect(read_pattern(node.child("pattern")))
-        return Replace(pattern, node.child("content").string())
-    if kind == "Sequence":
-        steps = [read_normalizer(step) for step in node.child("normalizers").items()]
-        return NormalizerSequence(tuple(step for step in steps if step is not None))
-    raise node.child("type").unsupported(f"normalizer {kind!r}")
+    return node.read_by_type(_READERS, "normalizer")
+
+
+def _read_replace(node: Node) -> Replace:
+    # "$" means any line end to tokenizers' regex engine (see split_steps.python_dialect).
+    pattern = python_dialect(read_pattern(node.child("pattern")))
+    return Replace(pattern, node.child("content").string())
+
+
+def _read_sequence(node: Node) -> NormalizerSequence:
+    steps = [read_normalizer(step) for step in node.child("normalizers").items()]
+    return NormalizerSequence(tuple(step for step in steps if step is not None))
 
 
 def read_pattern(node: Node) -> str:
@@ -60,3 +59,13 @@ def read_pattern(node: Node) -> str:
             raise node.child("Regex").fail(f"not a regex streambpe can run: {exc}") from exc
         return pattern
     raise node.fail('expected {"String": ...} or {"Regex": ...}')
+
+
+#: The normalizer types streambpe reads, each to its normalizer.
+_READERS: dict[str, Callable[[Node], Normalizer]] = {
+    **dict.fromkeys(UNICODE_FORMS, lambda node: UnicodeForm(node.type_name())),
+    "Lowercase": lambda node: Lowercase(),
+    "Prepend": lambda node: Prepend(node.child("prepend").string()),
+    "Replace": _read_replace,
+    "Sequence": _read_sequence,
+}

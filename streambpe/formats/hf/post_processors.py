@@ -15,6 +15,8 @@ Template(before=(7,), after=())
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from streambpe.formats.hf.nodes import Node
 from streambpe.pipeline.templates import Template
 
@@ -23,21 +25,18 @@ def read_post_processor(node: Node) -> Template | None:
     """The template ``node`` describes, or None when it adds nothing."""
     if node.value is None:
         return None
-    kind = node.type_name()
-    if kind == "ByteLevel":
-        return None
-    if kind == "TemplateProcessing":
-        return _read_template(node)
-    if kind == "Sequence":
-        templates = [
-            template
-            for step in node.child("processors").items()
-            if (template := read_post_processor(step)) is not None
-        ]
-        if len(templates) > 1:
-            raise node.child("processors").unsupported("more than one template")
-        return templates[0] if templates else None
-    raise node.child("type").unsupported(f"post-processor {kind!r}")
+    return node.read_by_type(_READERS, "post-processor")
+
+
+def _read_sequence(node: Node) -> Template | None:
+    templates = [
+        template
+        for step in node.child("processors").items()
+        if (template := read_post_processor(step)) is not None
+    ]
+    if len(templates) > 1:
+        raise node.child("processors").unsupported("more than one template")
+    return templates[0] if templates else None
 
 
 def _read_template(node: Node) -> Template:
@@ -60,3 +59,11 @@ def _read_template(node: Node) -> Template:
     if not seen_sequence:
         raise node.child("single").unsupported("a template without $A")
     return Template(tuple(before), tuple(after))
+
+
+#: The post-processor types streambpe reads, each to its template (None: it adds no ids).
+_READERS: dict[str, Callable[[Node], Template | None]] = {
+    "ByteLevel": lambda node: None,
+    "TemplateProcessing": _read_template,
+    "Sequence": _read_sequence,
+}

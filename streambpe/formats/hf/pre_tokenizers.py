@@ -22,7 +22,9 @@ added tokens, that is when ``ByteLevel`` is the only step.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from streambpe.core.split_steps import DigitsStep, SplitStep, SplitSteps, python_dialect
 from streambpe.formats.hf.nodes import Node
@@ -78,27 +80,35 @@ def read_pre_tokenizer(node: Node) -> PreTokenizerSpec:
 
 
 def _read_step(node: Node) -> SplitStep | DigitsStep:
-    kind = node.type_name()
-    if kind == "Split":
-        pattern = read_pattern(node.child("pattern"))
-        if POSSESSIVE_INTERVAL.search(pattern) and pattern not in _FROM_ONIGURUMA:
-            raise node.child("pattern").unsupported(
-                "a repeat like X{1,3}+ (tokenizers reads it as (X{1,3})+)"
-            )
-        behavior = node.child("behavior").string()
-        try:
-            return SplitStep(
-                _FROM_ONIGURUMA.get(pattern, pattern), behavior, node.child("invert").boolean(False)
-            )
-        except ValueError as exc:
-            raise node.child("behavior").fail(str(exc)) from exc
-    if kind == "Digits":
-        return DigitsStep(node.child("individual_digits").boolean(default=False))
-    if kind == "Whitespace":
-        return WHITESPACE_STEP
-    if kind == "ByteLevel":
-        raise node.fail("ByteLevel must be the last pre-tokenizer")
-    raise node.child("type").unsupported(f"pre-tokenizer {kind!r}")
+    return node.read_by_type(_STEP_READERS, "pre-tokenizer")
+
+
+def _read_split(node: Node) -> SplitStep:
+    pattern = read_pattern(node.child("pattern"))
+    if POSSESSIVE_INTERVAL.search(pattern) and pattern not in _FROM_ONIGURUMA:
+        raise node.child("pattern").unsupported(
+            "a repeat like X{1,3}+ (tokenizers reads it as (X{1,3})+)"
+        )
+    behavior = node.child("behavior").string()
+    try:
+        return SplitStep(
+            _FROM_ONIGURUMA.get(pattern, pattern), behavior, node.child("invert").boolean(False)
+        )
+    except ValueError as exc:
+        raise node.child("behavior").fail(str(exc)) from exc
+
+
+def _misplaced_byte_level(node: Node) -> NoReturn:
+    raise node.fail("ByteLevel must be the last pre-tokenizer")
+
+
+#: The pre-tokenizer types that may come before ``ByteLevel``, each to its step.
+_STEP_READERS: dict[str, Callable[[Node], SplitStep | DigitsStep]] = {
+    "Split": _read_split,
+    "Digits": lambda node: DigitsStep(node.child("individual_digits").boolean(default=False)),
+    "Whitespace": lambda node: WHITESPACE_STEP,
+    "ByteLevel": _misplaced_byte_level,
+}
 
 
 def _as_pattern(steps: list[SplitStep | DigitsStep]) -> str | SplitSteps:

@@ -20,8 +20,8 @@
 //
 // Plain C++17, header only.
 
-#ifndef STREAMBPE_PATTERN_IMPL_HPP
-#define STREAMBPE_PATTERN_IMPL_HPP
+#ifndef STREAMBPE_PATTERN_COMPILER_IMPL_HPP
+#define STREAMBPE_PATTERN_COMPILER_IMPL_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -585,4 +585,4 @@ class PatternProgram {
 }  // namespace pretokenize
 }  // namespace streambpe
 
-#endif  // STREAMBPE_PATTERN_IMPL_HPP
+#endif  // STREAMBPE_PATTERN_COMPILER_IMPL_HPP

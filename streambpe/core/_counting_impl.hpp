@@ -2,7 +2,7 @@
 //
 // Training needs, per task, how often each distinct piece occurs. Text
 // repeats its pieces (" the", ",", " of") so much that a million pieces hold
-// a few tens of thousands of distinct ones: PieceTally counts them by their
+// a few tens of thousands of distinct ones: WordCounts counts them by their
 // UTF-8 bytes, kept once each, and only the distinct pieces become Python
 // strings at the end. Plain C++, no Python API, so scanning and counting run
 // without the GIL.
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "_native_impl.hpp"
+#include "_hash_table.hpp"
 #include "_pretokenize_impl.hpp"
 
 namespace streambpe {
 
-class PieceTally {
+class WordCounts {
 public:
     struct Entry {
         uint64_t hash;
@@ -27,7 +27,7 @@ public:
         size_t length;
     };
 
-    PieceTally() { rehash(1 << 12); }
+    WordCounts() { rehash(1 << 12); }
 
     // Adds every piece of ``length`` code units of ``unit_size`` bytes at
     // ``data`` (a str buffer), as ``pattern`` cuts them. ``ascii`` says every

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "_native_impl.hpp"
+#include "_hash_table.hpp"
 #include "_pretokenize_impl.hpp"
 
 namespace streambpe {
@@ -78,7 +78,7 @@ public:
     bool load(ImageReader& image) {
         if (!image.sequence(slots_) || !image.sequence(tails_)) return false;
         const size_t capacity = slots_.size();
-        if (capacity < 16 || (capacity & (capacity - 1)) != 0) return image.fail();
+        if (!is_table_capacity(capacity, 16)) return image.fail();
         mask_ = capacity - 1;
         return true;
     }

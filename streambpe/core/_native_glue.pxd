@@ -1,0 +1,9 @@
+# Declarations of _native_glue.hpp: Python lists filled from native arrays.
+
+from libc.stdint cimport uint32_t
+from libcpp.vector cimport vector
+
+
+cdef extern from "_native_glue.hpp" namespace "streambpe::glue":
+    list piece_list(str text, const vector[size_t]& starts, const vector[size_t]& ends)
+    int extend_ids(list out, list ids, list specials, const vector[uint32_t]& outputs) except -1

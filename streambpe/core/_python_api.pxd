@@ -1,0 +1,17 @@
+# The CPython API that _native.pyx calls and Cython's own cpython.* modules
+# lack, or declare without the error return it needs.
+
+from cpython.object cimport PyObject
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    str PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
+    # A borrowed reference, or NULL: absent (no error set) or failed (error set).
+    PyObject* PyDict_GetItemWithError(object mapping, object key) except? NULL
+    bint PyUnicode_IS_ASCII(object text)
+    long long PyLong_AsLongLongAndOverflow(object number, int* overflow) except? -1
+    # A no-op for every str made by Python 3.3+ APIs; kept for strs built by
+    # the deprecated wchar_t APIs, whose code units are not ready before it.
+    int PyUnicode_READY(object text) except -1
+    bint PyObject_CheckBuffer(object item)
