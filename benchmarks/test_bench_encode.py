@@ -1,7 +1,7 @@
 """In-memory encoding: streambpe (each backend) against tiktoken, fastokens and splintr.
 
 Both tokenizers are built offline from the same ``.tiktoken`` files (r50k, the
-GPT-2 encoding, and cl100k), and each encodes two corpora of the same size:
+GPT-2 encoding, cl100k and o200k), and each encodes two corpora of the same size:
 multilingual prose (the generated corpus) and source code (this Python's
 standard library, see ``corpus.source_code_text``). streambpe starts every round with a fresh
 ``Tokenizer``, so its piece cache is cold: the time includes filling it, and
@@ -15,6 +15,12 @@ would make the ratio meaningless.
 
 ``encode_batch`` takes the same text cut into about 1000 documents; tiktoken's
 version spreads them over threads, ours over whatever it uses.
+
+The ``encode_ordinary-<encoding>-<corpus>-1cpu`` groups measure the way
+issue 25 compares encoders: the process pinned to one CPU (so an encoder that
+spreads its work over threads gets no more than one core), one tokenizer per
+encoder, whose first call checks its ids against tiktoken's and is not timed,
+then the best of three calls on that same tokenizer (warm piece caches).
 
 ``test_encode_prose_interleaved_with_tiktoken`` times the two in turns, round
 by round, and reports the ratio of each round: the figure that a slow spell of
@@ -34,11 +40,13 @@ cache carries over from the check or from the round before.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
+import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -57,7 +65,7 @@ from peers import (
 if TYPE_CHECKING:
     from conftest import EncodingFiles, Report
 
-ENCODING_NAMES = ("r50k", "cl100k")
+ENCODING_NAMES = ("r50k", "cl100k", "o200k")
 METHODS = ("encode", "encode_ordinary")
 #: Multilingual prose (the generated corpus) and source code (this Python's stdlib).
 CORPORA = ("prose", "code")
@@ -473,6 +481,111 @@ def test_encode_batch_peer(
         input_bytes=sum(len(document.encode("utf-8")) for document in encode_documents),
         tokens=sum(map(len, batches)),
         documents=len(encode_documents),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Every encoder on one CPU, warm (the issue's method): the ``-1cpu`` groups
+
+
+@contextlib.contextmanager
+def one_cpu() -> Iterator[None]:
+    """Pin this process to one of its CPUs for the block (where the OS allows it)."""
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("this OS cannot pin a process to one CPU (no os.sched_setaffinity)")
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def warm_one_cpu_rounds(
+    report: Report, call: Callable[[str], list[int]], text: str, expected: list[int]
+) -> list[int]:
+    """``call(text)`` once, checked against ``expected``, then :data:`ROUNDS` timed calls, on one CPU."""
+    with one_cpu():
+        first = call(text)
+        difference = first_difference(expected, first)
+        assert difference is None, f"ids differ from tiktoken's: {difference}"
+        del first
+        ids: list[int] = []
+        for _ in range(ROUNDS):
+            del ids
+            ids = report.timed(call)(text)
+    return ids
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_encode_one_cpu_streambpe(
+    benchmark: Any,
+    report: Report,
+    streambpe_api: Callable[..., Any],
+    encoding_files: Callable[[str], EncodingFiles],
+    tiktoken_ids: Callable[[EncodingFiles, str, str], list[int]],
+    corpus_texts: dict[str, str],
+    name: str,
+    corpus: str,
+    backend: str,
+) -> None:
+    from streambpe.core import using_backend
+
+    files = encoding_files(name)
+    text = corpus_texts[corpus]
+    benchmark.group = f"encode_ordinary-{name}-{corpus}-1cpu"
+    expected = tiktoken_ids(files, "encode_ordinary", text)
+    tokenizer = fresh_tokenizer(streambpe_api, files, backend)
+
+    def call(piece: str) -> list[int]:
+        with using_backend(backend):
+            return tokenizer.encode_ordinary(piece)  # type: ignore[no-any-return]
+
+    ids = benchmark.pedantic(
+        warm_one_cpu_rounds, args=(report, call, text, expected), rounds=1, iterations=1
+    )
+    with using_backend(backend):
+        hit_rate = cache_hit_rate(tokenizer)
+    report.finish(
+        "streambpe encode_ordinary (1 CPU, warm)",
+        ours=True,
+        backend=backend,
+        input_bytes=len(text.encode("utf-8")),
+        tokens=len(ids),
+        cache_hit_rate=hit_rate,
+    )
+
+
+@pytest.mark.parametrize("peer_name", ("tiktoken", *ENCODE_PEERS))
+@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_encode_one_cpu_peer(
+    benchmark: Any,
+    report: Report,
+    encoding_files: Callable[[str], EncodingFiles],
+    tiktoken_ids: Callable[[EncodingFiles, str, str], list[int]],
+    corpus_texts: dict[str, str],
+    name: str,
+    corpus: str,
+    peer_name: str,
+) -> None:
+    files = encoding_files(name)
+    text = corpus_texts[corpus]
+    benchmark.group = f"encode_ordinary-{name}-{corpus}-1cpu"
+    expected = tiktoken_ids(files, "encode_ordinary", text)
+    if peer_name == "tiktoken":
+        call: Callable[[str], list[int]] = files.tiktoken().encode_ordinary
+    else:
+        call = checked_peer(peer_name, files, "encode_ordinary", text, expected).encode_ordinary
+    ids = benchmark.pedantic(
+        warm_one_cpu_rounds, args=(report, call, text, expected), rounds=1, iterations=1
+    )
+    report.finish(
+        f"{peer_name} encode_ordinary (1 CPU, warm)",
+        ours=False,
+        input_bytes=len(text.encode("utf-8")),
+        tokens=len(ids),
     )
 
 

@@ -146,6 +146,8 @@ public:
         const uint64_t bit = position(key);
         return (words_[bit / 64] >> (bit % 64)) & 1;
     }
+    // Starts loading the word that may_contain(key) reads.
+    PREFETCHER void prefetch(uint64_t key) const { __builtin_prefetch(&words_[position(key) / 64]); }
 
     void save(ImageWriter& image) const { image.sequence(words_); }
     bool load(ImageReader& image) {
@@ -309,6 +311,7 @@ public:
     // False for most pieces (``hash`` their hash_bytes) that have no output
     // of their own; never for one that has.
     bool may_be_token(uint64_t hash) const { return token_filter_.may_contain(hash); }
+    PREFETCHER void prefetch_may_be_token(uint64_t hash) const { token_filter_.prefetch(hash); }
     const TokenInfo* lookup(const uint8_t* token, size_t n) const {
         return tokens_.find(token, n, hash_bytes(token, n));
     }
@@ -593,11 +596,19 @@ public:
     bool get(const uint8_t* piece, size_t n, uint64_t hash, std::vector<uint32_t>& out) {
         if (sets_ == 0) return false;
         Line* set = set_of(hash);
+        // The lines whose hash matches, as bits, found with no branch per
+        // line: a loop that left at the first match mispredicted its exit on
+        // most hits, since which line holds a piece is random.
+        unsigned candidates = 0;
         for (size_t way = 0; way < ways_; ++way) {
+            candidates |= unsigned(set[way].hash == hash) << way;
+        }
+        while (candidates != 0) {
+            const size_t way = size_t(__builtin_ctz(candidates));
+            candidates &= candidates - 1;
             Line& line = set[way];
             const size_t count = line.count;
-            if (line.hash == hash && line.length == n && count > 0 &&
-                std::memcmp(line.area + 4 * count, piece, n) == 0) {
+            if (line.length == n && count > 0 && std::memcmp(line.area + 4 * count, piece, n) == 0) {
                 const size_t at = out.size();
                 out.resize(at + count);
                 std::memcpy(out.data() + at, line.area, 4 * count);
@@ -626,9 +637,16 @@ public:
     void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
         if (sets_ == 0) return;
         Line* set = set_of(hash);
-        if (set[ways_ - 1].count == 0) ++size_;  // the evicted line was free
-        std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
-        Line& line = set[0];
+        Line* slot = set + (ways_ - 1);
+        if (slot->count == 0) {
+            ++size_;  // the set has a free line: the new piece goes first
+            std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
+            slot = set;
+        } else if ((++full_puts_ & (FRONT_EVERY - 1)) == 0) {
+            std::memmove(set + 1, set, (ways_ - 1) * sizeof(Line));
+            slot = set;
+        }
+        Line& line = *slot;
         line.hash = hash;
         line.length = uint8_t(n);
         line.count = uint8_t(count);
@@ -639,12 +657,16 @@ public:
     void clear() {
         if (sets_ > 0) std::memset(lines_, 0, sets_ * ways_ * sizeof(Line));
         size_ = 0;
+        full_puts_ = 0;
     }
 
     size_t size() const { return size_; }
 
 private:
     static constexpr size_t WAYS = 4;
+    // A piece stored into a full set replaces the least recently used line
+    // and stays last, except one in FRONT_EVERY, which goes first.
+    static constexpr size_t FRONT_EVERY = 32;
     static_assert(LINE % 64 == 0 && LINE - 12 <= 255, "whole cache lines; lengths fit a byte");
     struct alignas(64) Line {
         uint64_t hash;
@@ -663,6 +685,7 @@ private:
     void* raw_;
     Line* lines_;
     size_t size_ = 0;
+    size_t full_puts_ = 0;  // pieces stored into a full set
 };
 
 // Piece bytes -> output indexes, bounded by ``maxsize`` entries in all.
@@ -825,6 +848,20 @@ public:
         // are prefetched as they arrive, so the lookups of one batch overlap
         // their memory latency instead of paying it one piece at a time.
         auto flush = [&]() {
+            // Read ahead what the lookups will need: the vocabulary for a
+            // piece that may be a token, the cache for the others. The
+            // filter's answer is read here, a batch after its word was
+            // prefetched, not while scanning: there a branch on a word still
+            // in flight stalled the scan on every piece (a quarter of a
+            // warm encode of source code).
+            for (Pending& pending : batch_) {
+                pending.may_be_token = merger_->may_be_token(pending.hash);
+                if (pending.may_be_token) {
+                    merger_->prefetch(pending.hash);
+                } else {
+                    cache_.prefetch(pending.size, pending.hash);
+                }
+            }
             for (const Pending& pending : batch_) {
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
                                              : utf8_.data() + pending.first;
@@ -860,14 +897,7 @@ public:
                 const uint8_t* piece = ascii ? static_cast<const uint8_t*>(data) + pending.first
                                              : utf8_.data() + pending.first;
                 pending.hash = hash_bytes(piece, pending.size);
-                pending.may_be_token = merger_->may_be_token(pending.hash);
-                // Read ahead what the lookup will need: the vocabulary for a
-                // piece that may be a token, the cache for the others.
-                if (pending.may_be_token) {
-                    merger_->prefetch(pending.hash);
-                } else {
-                    cache_.prefetch(pending.size, pending.hash);
-                }
+                merger_->prefetch_may_be_token(pending.hash);
                 batch_.push_back(pending);
                 if (batch_.size() < BATCH) return true;
                 return flush() && out.size() < budget;
@@ -889,7 +919,7 @@ private:
         uint64_t hash;
         bool may_be_token;
     };
-    static constexpr size_t BATCH = 16;
+    static constexpr size_t BATCH = 32;
 
     std::shared_ptr<const PieceMerger> merger_;
     PieceCache cache_;
