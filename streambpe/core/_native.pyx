@@ -1014,9 +1014,3 @@ cdef class TokenDecoder:
         else:
             self.table.write(values.data(), count, start, start + total)
         return out
-
-
-# The names these classes had before they took their Python twins' names;
-# kept so that code written against them still runs.
-BytePairEncoder = PieceEncoder
-NativePretokenizer = Pretokenizer
