@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import regex
 import tiktoken
+from ab_vocabulary import ab_vocabulary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -200,17 +201,7 @@ def test_every_short_string_matches_pure_when_tokens_have_many_splits(
     own BPE); this checks that no other split could ever have merged first.
     """
     rng = random.Random(seed)
-    tokens = [
-        "".join(letters).encode()
-        for length in range(2, 6)
-        for letters in itertools.product("ab", repeat=length)
-    ]
-    values = (
-        [rng.randrange(8) for _ in tokens] if ties else rng.sample(range(len(tokens)), len(tokens))
-    )
-    ranks = dict(zip(tokens, values, strict=True))
-    encoder = {bytes([byte]): byte for byte in range(256)}
-    encoder.update({token: 256 + index for index, token in enumerate(tokens)})
+    encoder, ranks = ab_vocabulary(rng, ties=ties)
     encoding = native.PieceEncoder(encoder, ranks, 0)
     for length in range(1, 11):
         for letters in itertools.product("ab", repeat=length):

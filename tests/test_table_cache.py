@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import tiktoken
+from ab_vocabulary import ab_vocabulary
 
 from streambpe import patterns
 from streambpe._support import table_cache
@@ -162,17 +163,7 @@ def test_many_split_vocabulary_matches_pure_after_read_back(
     the pure backend's ids."""
     monkeypatch.setattr(native, "IMAGE_MIN_TOKENS", 0)
     rng = random.Random(11)
-    tokens = [
-        "".join(letters).encode()
-        for length in range(2, 6)
-        for letters in itertools.product("ab", repeat=length)
-    ]
-    values = (
-        [rng.randrange(8) for _ in tokens] if ties else rng.sample(range(len(tokens)), len(tokens))
-    )
-    ranks = dict(zip(tokens, values, strict=True))
-    encoder = {bytes([byte]): byte for byte in range(256)}
-    encoder.update({token: 256 + index for index, token in enumerate(tokens)})
+    encoder, ranks = ab_vocabulary(rng, ties=ties)
     native.PieceEncoder(encoder, ranks, 0)
     [image] = vocabulary_files(cache_dir)
     written = image.stat().st_mtime_ns
