@@ -287,6 +287,39 @@ def test_pieces_with_many_ids_are_cached_in_the_large_lines() -> None:
     assert encoding.cache_info() == (2, 1, 64, 1)
 
 
+def test_the_hot_store_tells_apart_pieces_that_share_ends_and_slots() -> None:
+    """Scanned text, from 4,096 cache entries up, also goes through the hot store.
+
+    It keys a piece of up to 16 bytes by its first and last eight bytes and its
+    length, in far fewer slots than pieces: the words here share their first
+    or last eight bytes, straddle the 8- and 16-byte edges, and have one to
+    several ids, and every repeat must still give pure BPE's ids.
+    """
+    encoder, ranks = ab_vocabulary(random.Random(3), ties=False)
+    words = [
+        "".join(letters) + middle + tail
+        for letters in itertools.product("ab", repeat=8)
+        for middle in ("", "a", "bb", "abab", "babab")
+        for tail in ("", "ba", "ab")
+    ]
+    random.Random(4).shuffle(words)
+    text = " ".join(words)
+    expected = [
+        id_
+        for piece in regex.findall(patterns.GPT2, text)
+        for id_ in pure_encode(piece.encode(), encoder, ranks)
+    ]
+    encoding = native.PieceEncoder(encoder, ranks, 4096)  # the fewest: 256 hot slots
+    for _ in range(3):
+        out: list[int] = []
+        encoding.encode_text(text, patterns.GPT2, None, out)
+        assert out == expected
+    # Every word is one piece, counted once per pass; most repeats are hits.
+    hits, misses, _, _ = encoding.cache_info()
+    assert hits + misses == 3 * len(words)
+    assert hits > len(words)
+
+
 def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:
     encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
     long_piece = "x" * 40
