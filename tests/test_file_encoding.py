@@ -225,7 +225,9 @@ def test_encode_file_on_a_callers_executor(
         stats = gpt2_tok.encode_file(
             source.name, os.path.relpath(out / "ids.bin"), chunk_size=20_000, executor=executor
         )
-        chunks = list(gpt2_tok.iter_file_id_batches(source.name, chunk_size=20_000, executor=executor))
+        chunks = list(
+            gpt2_tok.iter_file_id_batches(source.name, chunk_size=20_000, executor=executor)
+        )
     assert (out / "ids.bin").read_bytes() == (tmp_path / "default.bin").read_bytes()
     assert stats.tokens == sum(map(len, chunks)) == (out / "ids.bin").stat().st_size // 2
     assert [i for chunk in chunks for i in chunk] == read_ids(out / "ids.bin", "uint16")
@@ -427,7 +429,9 @@ def test_errors_replace_substitutes_u_fffd(
     replaced = data.decode("utf-8", errors="replace")
     assert "\ufffd" in replaced
     assert read_ids(tmp_path / "out.bin", stats.dtype) == gpt2_tok.encode(replaced)
-    ids = list(gpt2_tok.iter_file_id_batches(source, workers=workers, chunk_size=8192, errors="replace"))
+    ids = list(
+        gpt2_tok.iter_file_id_batches(source, workers=workers, chunk_size=8192, errors="replace")
+    )
     assert [i for chunk in ids for i in chunk] == gpt2_tok.encode(replaced)
 
 
