@@ -434,3 +434,27 @@ def test_merge_long_piece_matches_merge_piece(
         assert merge_long_piece(piece, ranks) == merge_piece(piece, ranks)
     else:
         assert merge_long_piece(piece, ranks, below=below) == merge_piece(piece, ranks, below=below)
+
+
+def test_join_id_lists_moves_unshared_parts_and_copies_shared_ones() -> None:
+    """The ids of the parts in order; each id keeps exactly the references its lists hold.
+
+    A part only the argument holds is emptied (its references move); one held
+    elsewhere too is copied and left as it was, so its holder sees no change.
+    """
+    from streambpe.core.piece_encoder import join_id_lists as reference_join
+
+    big = int("1000007")  # not one of CPython's shared small ints
+    shared_part = [big, 3, big]
+    parts = [[1, big], [], shared_part, [big]]
+    expected = reference_join([list(part) for part in parts])
+    before = sys.getrefcount(big)
+    joined = native.join_id_lists(parts)
+    assert joined == expected == [1, big, big, 3, big, big]
+    assert parts == [[], [], [big, 3, big], []]
+    # Four references in joined, two still in shared_part; the moved ones left their parts.
+    assert sys.getrefcount(big) == before + 2
+    del joined
+    assert sys.getrefcount(big) == before - 2
+    with pytest.raises(TypeError, match="list of lists"):
+        native.join_id_lists([[1], (2,)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import streambpe.core as core
 import streambpe.cutting.specials as specials_module
 import streambpe.encode.encoder as encoder_module
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
@@ -89,6 +91,58 @@ def test_matches_equal_brute_force_on_overlapping_tokens(
 ) -> None:
     """Guards the iter_long pitfall: prefix/overlapping tokens and failed partial matches."""
     assert _as_tuples(make_scanner(tokens, search), text) == special_matches_oracle(text, tokens)
+
+
+# Characters whose low byte is that of "<", "|" or "a" (the compiled search
+# filters places by it), from all three str widths, and filler for long runs.
+WIDE_LOOKALIKES = ["\u013c", "\u017c", "\U0001003c", "\u0161", "x" * 70, "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tokens=st.one_of(
+        special_sets, st.lists(st.sampled_from(OVERLAPPING), min_size=1, max_size=5, unique=True)
+    ),
+    text=st.lists(
+        st.sampled_from(["a", "b", "<", "|", ">", *OVERLAPPING, "<|a|", *WIDE_LOOKALIKES]),
+        max_size=30,
+    ).map("".join),
+)
+def test_compiled_search_matches_the_scanner(
+    tokens: list[str], text: str, special_matches_oracle: Oracle
+) -> None:
+    """The compiled search (used by the encoder) finds what the scanner finds.
+
+    Texts reach past its 64-character blocks and hold characters that share a
+    token's first low byte, in one-, two- and four-byte strings.
+    """
+    native = pytest.importorskip("streambpe.core._native", reason="the compiled core is not built")
+    found = [
+        (start, end, tokens[index])
+        for start, end, index in native.special_matches(text, tuple(tokens))
+    ]
+    assert found == special_matches_oracle(text, tokens)
+
+
+@pytest.mark.parametrize("filler", ["x", "\u013c", "\U0001003c"])
+def test_compiled_search_finds_a_lone_token_at_every_offset_of_its_block(
+    filler: str, special_matches_oracle: Oracle
+) -> None:
+    """The block skip must not step over a block with one token in it, wherever it sits."""
+    native = pytest.importorskip("streambpe.core._native", reason="the compiled core is not built")
+    tokens = ["<|e|>", "<|e|><"]
+    for offset in range(140):
+        text = filler * offset + "<|e|>" + filler * (200 - offset)
+        found = [
+            (start, end, tokens[i]) for start, end, i in native.special_matches(text, tuple(tokens))
+        ]
+        assert found == special_matches_oracle(text, tokens) == [(offset, offset + 5, "<|e|>")]
+
+
+def test_compiled_search_rejects_empty_tokens() -> None:
+    native = pytest.importorskip("streambpe.core._native", reason="the compiled core is not built")
+    with pytest.raises(ValueError, match="non-empty strings"):
+        native.special_matches("abc", ("a", ""))
 
 
 @pytest.mark.parametrize("search", SEARCHES)
@@ -256,6 +310,12 @@ class _SearchCounter:
         self.windows = 0
         self.automata: list[_CountingAutomaton] = []
         force_search(monkeypatch, search)
+        # The compiled backend's encoder searches without the scanner (its
+        # search is one pass by construction, and compared with the scanner
+        # above); these tests are about the scanner, so the encoder uses it.
+        monkeypatch.setattr(
+            core, "_active", dataclasses.replace(core.active_backend(), special_matches=None)
+        )
         real_init = SpecialTokenScanner.__init__
         real_window = SpecialTokenScanner._window_occurrences
         counter = self

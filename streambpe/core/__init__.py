@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from streambpe.core import merge_loop
-from streambpe.core.piece_encoder import PieceEncoder, Pretokenizing, SpecialSpan
+from streambpe.core.piece_encoder import PieceEncoder, Pretokenizing, SpecialSpan, join_id_lists
 from streambpe.core.pretokenize import Pretokenizer
 from streambpe.core.split_steps import Pretokenization, StepsPretokenizer
 from streambpe.core.token_decoder import TokenDecoder
@@ -105,6 +105,12 @@ class Backend:
     learn_merges: LearnMerges
     piece_encoder: PieceEncodingFactory
     token_decoder: TokenDecodingFactory
+    #: One list of the ids of encoded parts, in order (the parts are consumed).
+    join_id_lists: Callable[[list[list[int]]], list[int]]
+    #: ``(start, end, token index)`` of the special tokens in a text, as
+    #: ``SpecialTokenScanner.matches`` finds them, without the GIL; None where
+    #: the scanner itself is the way (the reference backend).
+    special_matches: Callable[[str, tuple[str, ...]], list[tuple[int, int, int]]] | None
 
 
 def python_pretokenizer(pattern: Pretokenization) -> Pretokenizing:
@@ -114,7 +120,15 @@ def python_pretokenizer(pattern: Pretokenization) -> Pretokenizing:
     return StepsPretokenizer(pattern)
 
 
-PYTHON = Backend("python", python_pretokenizer, merge_loop.learn_merges, PieceEncoder, TokenDecoder)
+PYTHON = Backend(
+    "python",
+    python_pretokenizer,
+    merge_loop.learn_merges,
+    PieceEncoder,
+    TokenDecoder,
+    join_id_lists,
+    None,
+)
 
 
 def _load_native() -> Backend | None:
@@ -134,7 +148,13 @@ def _load_native() -> Backend | None:
         return scanner
 
     return Backend(
-        "native", pretokenizer, _native.learn_merges, _native.PieceEncoder, _native.TokenDecoder
+        "native",
+        pretokenizer,
+        _native.learn_merges,
+        _native.PieceEncoder,
+        _native.TokenDecoder,
+        _native.join_id_lists,
+        _native.special_matches,
     )
 
 

@@ -20,12 +20,14 @@ its ``lib.rs``. Each header is declared in the ``.pxd`` of the same name:
   ``TextEncoder`` with its ``PieceCache``, behind :class:`PieceEncoder`;
   ``PieceMerger``, :func:`streambpe.core.bpe.merge_piece`; and ``TokenBytes``,
   :mod:`~streambpe.core.token_decoder`, behind :class:`TokenDecoder`.
+- ``_specials_impl.hpp``, :mod:`streambpe.cutting.specials`: special tokens
+  found in a str without the GIL, behind :func:`special_matches`.
 - ``_hash_table.hpp``, shared by the above: hashing, memory for big tables, and
   the pair table ``U64Map``.
 - ``_table_image.hpp``, :mod:`streambpe._support.table_cache`: built tables as
   bytes, which that cache keeps.
-- ``_native_glue.hpp``, this module: the Python lists filled from native arrays
-  (it alone uses the Python API, with the GIL held).
+- ``_native_glue.hpp``, this module: the Python lists filled from native arrays,
+  and :func:`join_id_lists` (it alone uses the Python API, with the GIL held).
 
 The native classes carry their Python twins' names. :class:`Pretokenizer` runs
 the GPT-2, cl100k_base or o200k_base pattern on a hand-written scanner, directly
@@ -62,11 +64,12 @@ from libcpp.vector cimport vector
 
 from streambpe.core._counting_impl cimport WordCounts, WordCountsEntry
 from streambpe.core._merge_loop_impl cimport MergeState
-from streambpe.core._native_glue cimport extend_ids, piece_list
+from streambpe.core._native_glue cimport extend_ids, join_lists, piece_list
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
     EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, TextEncoder, TokenBytes,
 )
+from streambpe.core._specials_impl cimport Match, find_matches_of_kind
 from streambpe.core._pretokenize_impl cimport (
     Builtin, ClassTable, Pattern, builtin_pattern, compiled_pattern, count_pieces, piece_ends,
 )
@@ -388,6 +391,56 @@ cdef class Pretokenizer:
 
 
 # --------------------------------------------------------------------------- encoding
+
+# Texts shorter than this (in characters) are searched holding the GIL.
+cdef size_t _SEARCH_WITH_GIL = 1 << 12
+
+
+def special_matches(str text not None, tuple tokens not None):
+    """``(start, end, index)`` of each match of ``tokens`` in ``text``, without the GIL.
+
+    The compiled twin of :meth:`streambpe.cutting.specials.SpecialTokenScanner.matches`
+    (``index`` says which token): leftmost first, the longest where several
+    start at one place, none overlapping. Tokens must be non-empty strings.
+
+    >>> special_matches("xabcd ab", ("ab", "abc", "bcd"))
+    [(1, 4, 1), (6, 8, 0)]
+    """
+    cdef vector[vector[uint32_t]] searched
+    cdef vector[uint32_t] code_points
+    for token in tokens:
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
+        code_points.clear()
+        for char in <str>token:
+            code_points.push_back(<uint32_t>ord(char))
+        searched.push_back(code_points)
+    PyUnicode_READY(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef size_t length = PyUnicode_GET_LENGTH(text)
+    cdef vector[Match] found
+    if length >= _SEARCH_WITH_GIL:
+        with nogil:
+            find_matches_of_kind(kind, data, length, searched, found)
+    else:
+        find_matches_of_kind(kind, data, length, searched, found)
+    return [(match.start, match.end, match.token) for match in found]
+
+
+def join_id_lists(list parts not None):
+    """One list of the ids of ``parts`` (lists of ids), in order, emptying the parts.
+
+    The compiled twin of :func:`streambpe.core.piece_encoder.join_id_lists`:
+    a part that nothing else holds gives its items up without a reference
+    count changing (see ``join_lists`` in ``_native_glue.hpp``).
+
+    >>> parts = [[1, 2], [3]]
+    >>> join_id_lists(parts), parts
+    ([1, 2, 3], [[], []])
+    """
+    return join_lists(parts)
+
 
 # What PieceEncoder._run does with the ids: append them to a list or an
 # array('I'), or only count them.

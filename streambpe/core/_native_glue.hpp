@@ -108,5 +108,52 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials,
     return status;
 }
 
+// One new list with the items of the lists in `parts`, in order: a new
+// reference, or NULL with an exception set. A part that only `parts` holds
+// gives its items up instead of lending them: the pointers move in one copy
+// and the part is left empty, so no item's reference count is touched.
+// Joining the parts of a long text with `+=` increfed every id and freeing
+// the parts decrefed them again: 18 ms for 2.7 million ids, with the GIL
+// held while both threads were done, 8 % of a two-thread encode.
+inline PyObject* join_lists(PyObject* parts) {
+    const Py_ssize_t count = PyList_GET_SIZE(parts);
+    Py_ssize_t total = 0;
+    for (Py_ssize_t index = 0; index < count; ++index) {
+        PyObject* part = PyList_GET_ITEM(parts, index);
+        if (!PyList_CheckExact(part)) {
+            PyErr_SetString(PyExc_TypeError, "join_id_lists takes a list of lists");
+            return nullptr;
+        }
+        total += PyList_GET_SIZE(part);
+    }
+    PyObject* joined = PyList_New(total);
+    if (joined == nullptr) return nullptr;
+    PyObject** to = reinterpret_cast<PyListObject*>(joined)->ob_item;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t index = 0; index < count; ++index) {
+        PyObject* part = PyList_GET_ITEM(parts, index);
+        const Py_ssize_t size = PyList_GET_SIZE(part);
+        if (at + size > total) {  // a part grew meanwhile (a finalizer run by PyList_New)
+            Py_DECREF(joined);
+            PyErr_SetString(PyExc_RuntimeError, "a list changed size while it was joined");
+            return nullptr;
+        }
+        PyObject** from = reinterpret_cast<PyListObject*>(part)->ob_item;
+        if (Py_REFCNT(part) == 1) {
+            std::memcpy(to + at, from, static_cast<size_t>(size) * sizeof(PyObject*));
+            Py_SET_SIZE(part, 0);
+        } else {
+            for (Py_ssize_t item = 0; item < size; ++item) {
+                Py_INCREF(from[item]);
+                to[at + item] = from[item];
+            }
+        }
+        at += size;
+    }
+    // A part that shrank meanwhile leaves empty slots: trim them.
+    Py_SET_SIZE(joined, at);
+    return joined;
+}
+
 }  // namespace glue
 }  // namespace streambpe

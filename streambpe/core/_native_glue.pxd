@@ -7,3 +7,4 @@ from libcpp.vector cimport vector
 cdef extern from "_native_glue.hpp" namespace "streambpe::glue":
     list piece_list(str text, const vector[size_t]& starts, const vector[size_t]& ends)
     int extend_ids(list out, list ids, list specials, const vector[uint32_t]& outputs) except -1
+    list join_lists(list parts)

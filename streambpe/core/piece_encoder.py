@@ -65,6 +65,22 @@ def check_special_spans(specials: list[SpecialSpan] | None, length: int) -> None
         previous_end = end
 
 
+def join_id_lists(parts: list[list[int]]) -> list[int]:
+    """One list of the ids of ``parts``, in order; the parts are consumed (left empty).
+
+    How the ids of a text encoded in parts come together. The compiled twin
+    moves the items of each part instead of copying them, which spares a
+    reference-count change per id.
+
+    >>> join_id_lists([[1, 2], [], [3]])
+    [1, 2, 3]
+    """
+    joined = list(chain.from_iterable(parts))
+    for part in parts:
+        part.clear()
+    return joined
+
+
 class PieceEncoder:
     """Encodes pretokenized pieces to ids, caching up to ``cache_size`` pieces.
 

@@ -413,10 +413,8 @@ class Encoder:
             return encode_part(parts[0])
         with ThreadPoolExecutor(min(workers, len(parts))) as pool:
             results = list(pool.map(encode_part, parts))
-        ids = results[0]
-        for more in results[1:]:
-            ids += more
-        return ids
+        # With the GIL held and both threads done: the one serial step left.
+        return core.active_backend().join_id_lists(results)
 
     def _run_with_policy(
         self,
@@ -471,6 +469,12 @@ class Encoder:
                     spans.append((start, start + len(token), token_id))
                     start = text.find(token, start + len(token))
                 return spans
+        native_matches = core.active_backend().special_matches
+        if native_matches is not None:
+            return [
+                (start, end, special_ids[tokens[index]])
+                for start, end, index in native_matches(text, tokens)
+            ]
         return [
             (match.start, match.end, special_ids[match.token]) for match in scanner.matches(text)
         ]
