@@ -138,6 +138,7 @@ inline PyObject* join_lists(PyObject* parts) {
             PyErr_SetString(PyExc_RuntimeError, "a list changed size while it was joined");
             return nullptr;
         }
+        if (size == 0) continue;  // an empty list may have no item array at all
         PyObject** from = reinterpret_cast<PyListObject*>(part)->ob_item;
         if (Py_REFCNT(part) == 1) {
             std::memcpy(to + at, from, static_cast<size_t>(size) * sizeof(PyObject*));
