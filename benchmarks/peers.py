@@ -24,6 +24,12 @@ per tokenizer with no way to empty it, so the peer that passed the ids check
 memory: on 20 MB of prose that halves its time, and the ratio would set our
 cold cache against its warm one.
 
+fastokens also spreads one long text over threads of its own: a fresh one
+encoding 8 MiB of o200k prose on this 2-CPU machine used 1.7 CPU-seconds per
+second. The single-thread groups therefore pin every thread of the process to
+one CPU (``one_cpu`` in ``test_bench_encode.py``) rather than trust a peer to
+run on one thread.
+
 >>> possessive_to_greedy(r" ?\\p{L}++|\\p{N}{1,3}+|[^\\r\\n]?+\\p{L}+|\\s++$")
 ' ?\\\\p{L}+|\\\\p{N}{1,3}|[^\\\\r\\\\n]?\\\\p{L}+|\\\\s+$'
 >>> first_difference([1, 2, 3], [1, 2, 3]) is None
@@ -112,7 +118,7 @@ def _fastokens(path: str, pattern: str, special_tokens: dict[str, int]) -> Encod
     def encode_batch(texts: list[str]) -> list[list[int]]:
         return [list(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
 
-    return EncodePeer("fastokens", encode, encode_ordinary, encode_batch, "1 thread, cold cache")
+    return EncodePeer("fastokens", encode, encode_ordinary, encode_batch, "cold cache")
 
 
 def _splintr(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
@@ -140,7 +146,7 @@ def _splintr(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodeP
         tokenizer.clear_cache()
         return tokenizer.encode_batch_with_special(texts)  # type: ignore[no-any-return]
 
-    return EncodePeer("splintr", encode, encode_ordinary, encode_batch, "1 thread, cold cache")
+    return EncodePeer("splintr", encode, encode_ordinary, encode_batch, "cold cache")
 
 
 _BUILDERS: dict[str, Callable[[str, str, dict[str, int]], EncodePeer]] = {
