@@ -153,7 +153,7 @@ class Scanner {
     }
 
     size_t o200k_piece(size_t i) const {
-        if (size_t end = o200k_word(i)) return end;
+        if (starts_o200k_word(i)) return o200k_word(i);
         // `\p{N}{1,3}`: greedy, and nothing follows it, so as `{1,3}+`.
         if (bits(i) & NUMBER) return run_at_most(i, NUMBER, 3);
         if (size_t end = o200k_punctuation(i)) return end;
@@ -289,6 +289,18 @@ class Scanner {
         }
         if (size_t end = upper_run(i)) return o200k_suffix(end);
         return NO_MATCH;
+    }
+
+    // Whether o200k_word matches at i: exactly when a character of U or W
+    // stands at i, or at i + 1 after an X. Either word alternative needs
+    // one there (`U*W+` a W, `U+W*` a U, each after at most one X), and one
+    // there always lets one match: `U+` takes a U, `U*W+` takes a W that is
+    // not in U. Two lookups, where trying the four ways to match took eight
+    // before a piece of spaces, numbers or punctuation moved on (44 % of
+    // the pieces of source code, 21 % of prose).
+    bool starts_o200k_word(size_t i) const {
+        constexpr uint16_t WORDLIKE = UPPER_LIKE | LOWER_LIKE;
+        return (bits(i) & WORDLIKE) || (is_lead(i) && (bits(i + 1) & WORDLIKE));
     }
 
     // X = [^\r\n\p{L}\p{N}] at i.
