@@ -10,9 +10,17 @@ from a local file, so no vocabulary is ever downloaded:
   (``\\p{L}++``), so it gets the same pattern with them made greedy, which for
   these patterns matches the same pieces: the ids check below confirms it.
 
+* ``riptoken`` (``CoreBPE(ranks, special_tokens, pattern)``, tiktoken's shape);
+* ``bpe_openai`` (package ``bpe-openai``, GitHub's ``bpe`` crate): it ships the
+  cl100k and o200k ranks and reads no file, so it skips r50k; it refuses a
+  text of a million characters or more, or of more than 200,000 ids, so it
+  skips the single-text rows and joins the batch and short-call ones.
+
 ``quicktok`` was considered too: its ``BasicTokenizer`` has no pretokenization
 pattern and loads only its own model files, so it cannot reproduce r50k or
 cl100k from the ranks; the benchmark that tries it skips with that reason.
+``toktok`` on PyPI (0.0.2, 2018) is an unrelated word tokenizer, not a BPE
+encoder, so it is not a peer.
 
 A peer's ids are compared with tiktoken's on the benchmark text before it is
 timed; :func:`first_difference` says where two id lists part.
@@ -45,9 +53,10 @@ import re
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-ENCODE_PEERS = ("fastokens", "splintr")
+ENCODE_PEERS = ("fastokens", "splintr", "riptoken", "bpe_openai")
 
 # A quantifier (+, *, ?, {n}, {n,}, {n,m}) followed by "+" is possessive.
 _POSSESSIVE = re.compile(r"(\+|\*|\?|\{\d+(?:,\d*)?\})\+")
@@ -149,9 +158,70 @@ def _splintr(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodeP
     return EncodePeer("splintr", encode, encode_ordinary, encode_batch, "cold cache")
 
 
+def _riptoken(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
+    try:
+        import riptoken
+    except ImportError as exc:
+        raise PeerUnavailable(
+            f"riptoken is not installed ({exc}); pip install -e '.[bench]'"
+        ) from exc
+    try:
+        core = riptoken.CoreBPE(riptoken.load_tiktoken_bpe(path), special_tokens, pattern)
+    except Exception as exc:
+        raise PeerUnavailable(f"riptoken cannot load {path}: {exc}") from exc
+    allowed = set(special_tokens)
+
+    def encode(text: str) -> list[int]:
+        return core.encode(text, allowed)  # type: ignore[no-any-return]
+
+    def encode_ordinary(text: str) -> list[int]:
+        return core.encode_ordinary(text)  # type: ignore[no-any-return]
+
+    def encode_batch(texts: list[str]) -> list[list[int]]:
+        return core.encode_batch(texts, allowed)  # type: ignore[no-any-return]
+
+    return EncodePeer("riptoken", encode, encode_ordinary, encode_batch, "no cache")
+
+
+def _bpe_openai(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
+    """The ``bpe`` crate's encoder; it ships its own cl100k and o200k ranks and loads no file.
+
+    Its ids are checked against tiktoken's on every text like any peer's, which
+    is what shows its vocabulary is the same as the file's.
+    """
+    try:
+        import bpe_openai
+        from bpe_openai import data
+    except ImportError as exc:
+        raise PeerUnavailable(
+            f"bpe-openai is not installed ({exc}); pip install -e '.[bench]'"
+        ) from exc
+    name = Path(path).name.removesuffix(".tiktoken")
+    bundled = Path(data.__file__).parent / f"{name}.tiktoken.gz"
+    if not bundled.is_file():
+        raise PeerUnavailable(
+            f"bpe-openai ships the ranks of cl100k_base and o200k_base only, not {name} "
+            "(it would download them)"
+        )
+    encoding = bpe_openai.get_encoding(name)
+
+    def encode(text: str) -> list[int]:
+        return encoding.encode(text, allowed_special="all")  # type: ignore[no-any-return]
+
+    def encode_ordinary(text: str) -> list[int]:
+        return encoding.encode_ordinary(text)  # type: ignore[no-any-return]
+
+    def encode_batch(texts: list[str]) -> list[list[int]]:
+        return encoding.encode_batch(texts, allowed_special="all")  # type: ignore[no-any-return]
+
+    return EncodePeer("bpe_openai", encode, encode_ordinary, encode_batch, "no cache")
+
+
 _BUILDERS: dict[str, Callable[[str, str, dict[str, int]], EncodePeer]] = {
     "fastokens": _fastokens,
     "splintr": _splintr,
+    "riptoken": _riptoken,
+    "bpe_openai": _bpe_openai,
 }
 
 
