@@ -49,11 +49,13 @@ True
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ENCODE_PEERS = ("fastokens", "splintr", "riptoken", "bpe_openai")
@@ -104,13 +106,18 @@ class EncodePeer:
     how: str
 
 
-def _fastokens(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
+def _import_peer(module: str, package: str) -> ModuleType:
+    """The peer's module, or :class:`PeerUnavailable` naming the pip package to install."""
     try:
-        import fastokens
+        return importlib.import_module(module)
     except ImportError as exc:
         raise PeerUnavailable(
-            f"fastokens is not installed ({exc}); pip install -e '.[bench]'"
+            f"{module} is not installed ({exc}); pip install -e '.[bench]' (package {package})"
         ) from exc
+
+
+def _fastokens(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
+    fastokens = _import_peer("fastokens", "fastokens")
     try:
         tokenizer = fastokens.Tokenizer.from_tiktoken(
             path, pattern=pattern, special_tokens=special_tokens
@@ -131,12 +138,7 @@ def _fastokens(path: str, pattern: str, special_tokens: dict[str, int]) -> Encod
 
 
 def _splintr(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
-    try:
-        import splintr
-    except ImportError as exc:
-        raise PeerUnavailable(
-            f"splintr is not installed ({exc}); pip install -e '.[bench]' (package splintr-rs)"
-        ) from exc
+    splintr = _import_peer("splintr", "splintr-rs")
     try:
         tokenizer = splintr.Tokenizer(path, possessive_to_greedy(pattern), special_tokens)
     except Exception as exc:
@@ -159,12 +161,7 @@ def _splintr(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodeP
 
 
 def _riptoken(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
-    try:
-        import riptoken
-    except ImportError as exc:
-        raise PeerUnavailable(
-            f"riptoken is not installed ({exc}); pip install -e '.[bench]'"
-        ) from exc
+    riptoken = _import_peer("riptoken", "riptoken")
     try:
         core = riptoken.CoreBPE(riptoken.load_tiktoken_bpe(path), special_tokens, pattern)
     except Exception as exc:
@@ -189,13 +186,8 @@ def _bpe_openai(path: str, pattern: str, special_tokens: dict[str, int]) -> Enco
     Its ids are checked against tiktoken's on every text like any peer's, which
     is what shows its vocabulary is the same as the file's.
     """
-    try:
-        import bpe_openai
-        from bpe_openai import data
-    except ImportError as exc:
-        raise PeerUnavailable(
-            f"bpe-openai is not installed ({exc}); pip install -e '.[bench]'"
-        ) from exc
+    bpe_openai = _import_peer("bpe_openai", "bpe-openai")
+    data = _import_peer("bpe_openai.data", "bpe-openai")
     name = Path(path).name.removesuffix(".tiktoken")
     bundled = Path(data.__file__).parent / f"{name}.tiktoken.gz"
     if not bundled.is_file():
@@ -293,7 +285,6 @@ def train_ffbpe_merges(
     ``vocab_size`` counts the 256 bytes and the special tokens, as ours does.
     """
     import tempfile
-    from pathlib import Path
 
     import ffbpe
 
