@@ -181,7 +181,9 @@ def _riptoken(path: str, pattern: str, special_tokens: dict[str, int]) -> Encode
 
 
 def _bpe_openai(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
-    """The ``bpe`` crate's encoder; it ships its own cl100k and o200k ranks and loads no file.
+    """The ``bpe`` crate's encoder; it ships its own cl100k and o200k ranks and patterns.
+
+    It loads no file and takes no pattern, so ``pattern`` goes unused here.
 
     Its ids are checked against tiktoken's on every text like any peer's, which
     is what shows its vocabulary is the same as the file's.
