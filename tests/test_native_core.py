@@ -375,8 +375,9 @@ def test_r50k_ids_match_tiktoken(r50k_ranks: dict[bytes, int], r50k_encoding: An
 def test_encoded_ids_are_appended_and_hold_their_own_references(r50k_encoding: Any) -> None:
     """Ids arrive in blocks of 65,536 appended to ``out``; each id in a list is a reference of its own.
 
-    The blocks are handed over through a list that only lends its items, so a
-    missing or doubled reference would show in the ints' reference counts.
+    The blocks are written straight into ``out``'s item array, each id with a
+    reference taken by hand, so a missing or doubled reference would show in
+    the ints' reference counts.
     """
     text = SAMPLE.read_text(encoding="utf-8") * 40  # past one block of ids
     first: list[int] = []
