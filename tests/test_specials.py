@@ -383,3 +383,68 @@ def test_disallowed_check_hands_the_scanner_each_character_a_bounded_number_of_t
         encoder_module._scanner_for.cache_clear()
     assert len(ids) == len(text.encode("utf-8"))
     counter.check_linear(text, search)
+
+
+def _byte_level_ids(text: str, specials: dict[str, int]) -> list[int]:
+    """The ids a byte-level vocabulary gives ``text``, written out by hand.
+
+    Lone surrogates become U+FFFD (tiktoken's repair); each occurrence of a
+    special token, leftmost first (these tokens never overlap), is its id;
+    every other character is its UTF-8 bytes.
+    """
+    repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    ids: list[int] = []
+    position = 0
+    while position < len(repaired):
+        token = next((t for t in specials if repaired.startswith(t, position)), None)
+        if token is not None:
+            ids.append(specials[token])
+            position += len(token)
+        else:
+            ids.extend(repaired[position].encode("utf-8"))
+            position += 1
+    return ids
+
+
+SHORT_TEXTS = [
+    "plain words",
+    "a<|fim|>b",
+    "<|endoftext|>",
+    "x\ud800y",
+    "x\ud800<|endoftext|>y\udfff",
+    "",
+]
+
+
+@pytest.mark.parametrize("backend_name", core.available_backends())
+@pytest.mark.parametrize("text", SHORT_TEXTS)
+def test_short_encode_finds_specials_and_repairs_surrogates(backend_name: str, text: str) -> None:
+    """Guards encode()'s one-call path for short texts: specials found, surrogates repaired."""
+    specials = {"<|endoftext|>": 256, "<|fim|>": 257}
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], list(specials))
+    with core.using_backend(backend_name):
+        assert tok.encode(text) == _byte_level_ids(text, specials)
+
+
+def test_many_specials_are_found_without_the_quick_check() -> None:
+    """Guards the path for more specials than ``in`` checks cheaply (Llama 3 has 256)."""
+    specials = {f"<|t{i}|>": 256 + i for i in range(encoder_module._QUICK_CHECK_TOKENS + 1)}
+    tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], list(specials))
+    assert tok._quick_specials is None
+    text = "a<|t8|>b<|t0|>"
+    assert tok.encode(text) == _byte_level_ids(text, specials)
+
+
+@pytest.mark.parametrize("backend_name", core.available_backends())
+def test_encode_unless_special_declines_a_text_with_a_special(backend_name: str) -> None:
+    """Guards the kernel method's contract on both backends: None exactly when a token occurs."""
+    from streambpe.patterns import GPT2
+
+    with core.using_backend(backend_name):
+        backend = core.active_backend()
+        kernel = backend.piece_encoder({bytes([i]): i for i in range(256)}, {}, 16)
+        pretokenizer = backend.pretokenizer(GPT2)
+        tokens = ("<s>", "</s>")
+        assert kernel.encode_unless_special("say <s>", GPT2, pretokenizer, tokens) is None
+        assert kernel.encode_unless_special("a</s", GPT2, pretokenizer, tokens) == list(b"a</s")
+        assert kernel.encode_unless_special("a</s", GPT2, pretokenizer, ()) == list(b"a</s")

@@ -834,6 +834,23 @@ cdef class PieceEncoder:
         else:
             self._encode_by_pieces(text, pretokenizer, out, specials)
 
+    def encode_unless_special(
+        self, str text not None, pattern not None, pretokenizer, tuple special_tokens not None,
+    ):
+        """The ids of ``text`` as a new list, or None if any of ``special_tokens`` occurs in it."""
+        cdef object token
+        for token in special_tokens:
+            if token in text:
+                return None
+        cdef list out = []
+        cdef Pattern scanned
+        cdef const ClassTable* table
+        if self._native_scan(pattern, pretokenizer, &scanned, &table):
+            self._run(text, scanned, table, out, _LIST, None)
+        else:
+            self._encode_by_pieces(text, pretokenizer, out, None)
+        return out
+
     def encode_text_array(
         self, str text not None, pattern not None, pretokenizer, out not None,
         list specials=None,

@@ -164,6 +164,33 @@ class PieceEncoder:
         if start < len(text):
             self.encode_pieces(pretokenizer.pieces(text[start:]), out)
 
+    def encode_unless_special(
+        self,
+        text: str,
+        pattern: Pretokenization,
+        pretokenizer: Pretokenizing,
+        special_tokens: tuple[str, ...],
+    ) -> list[int] | None:
+        """The ids of ``text``, or None if any of ``special_tokens`` occurs in it.
+
+        The usual call of ``Encoder.encode`` (a chat message with no special
+        token) in one step: the compiled kernel checks and encodes without
+        the calls in between, which cost as much as encoding a short message.
+
+        >>> from streambpe.core.pretokenize import Pretokenizer
+        >>> from streambpe.patterns import GPT2
+        >>> pieces = PieceEncoder({bytes([i]): i for i in range(256)}, {}, cache_size=8)
+        >>> pieces.encode_unless_special("ab", GPT2, Pretokenizer(GPT2), ("<s>",))
+        [97, 98]
+        >>> pieces.encode_unless_special("a<s>", GPT2, Pretokenizer(GPT2), ("<s>",)) is None
+        True
+        """
+        if any(token in text for token in special_tokens):
+            return None
+        out: list[int] = []
+        self.encode_text(text, pattern, pretokenizer, out)
+        return out
+
     def encode_text_array(
         self,
         text: str,
