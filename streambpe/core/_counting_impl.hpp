@@ -34,13 +34,13 @@ public:
     // unit is below 0x80, so the buffer is its own UTF-8.
     void add_text(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
                   int unit_size, const void* data, size_t length, bool ascii) {
-        pretokenize::scan_pieces_of_kind(
-            pattern, table, unit_size, data, length, [&](size_t start, size_t end) {
+        pretokenize::scan_typed_pieces_of_kind(
+            pattern, table, unit_size, data, length, [&](auto units, size_t start, size_t end) {
                 if (ascii) {
                     add(static_cast<const uint8_t*>(data) + start, end - start);
                 } else {
                     utf8_.clear();
-                    pretokenize::append_utf8(unit_size, data, start, end, utf8_, true);
+                    pretokenize::append_units_utf8(units, start, end, utf8_, true);
                     add(utf8_.data(), utf8_.size());
                 }
             });

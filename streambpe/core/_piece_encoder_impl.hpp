@@ -1011,14 +1011,14 @@ public:
             utf8_.clear();
             return true;
         };
-        problem.stopped = pretokenize::scan_pieces_of_kind(
+        problem.stopped = pretokenize::scan_typed_pieces_of_kind(
             pattern, table, unit_size, data, length,
-            [&](size_t start, size_t end) {
+            [&](auto units, size_t start, size_t end) {
                 Pending pending{start, start, end - start, 0, false, 0, {}};
                 if (!ascii) {
                     pending.first = utf8_.size();
                     const size_t written =
-                        pretokenize::append_utf8(unit_size, data, start, end, utf8_, false);
+                        pretokenize::append_units_utf8(units, start, end, utf8_, false);
                     if (written != end) {
                         problem.outcome = EncodeOutcome::LONE_SURROGATE;
                         problem.position = written;

@@ -553,6 +553,32 @@ size_t scan_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_si
     }
 }
 
+// scan_pieces_of_kind for a caller that reads the pieces' characters: `emit`
+// is called as `emit(units, start, end)` with the text as typed code units
+// (`const uint8_t*`, `const uint16_t*` or `const uint32_t*`). A generic
+// lambda is then compiled once per unit size, so writing a piece's UTF-8
+// (append_units_utf8) is a direct, inlinable call rather than a switch on
+// the unit size and an out-of-line call for every piece.
+template <class Emit>
+size_t scan_typed_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_size,
+                                 const void* data, size_t length, Emit&& emit, size_t from = 0) {
+    auto scan = [&](auto units) {
+        return scan_pieces(
+            pattern, table, units, length,
+            [&](size_t start, size_t end) { return emit(units, start, end); }, from);
+    };
+    switch (unit_size) {
+        case 1:
+            return scan(static_cast<const uint8_t*>(data));
+        case 2:
+            return scan(static_cast<const uint16_t*>(data));
+        case 4:
+            return scan(static_cast<const uint32_t*>(data));
+        default:
+            throw std::invalid_argument("unit size must be 1, 2 or 4");
+    }
+}
+
 // A growing byte buffer that is written through a pointer: appending a
 // piece's UTF-8 checks the room once, where a push_back per byte checked it
 // for every byte (a tenth of the encoder's instructions on non-ASCII text).
@@ -586,7 +612,7 @@ class ByteBuffer {
 
 // Writes the UTF-8 of units [start, end) at `at`; returns the end of what it
 // wrote and sets `stopped` to `end`, or to the offset of a lone surrogate
-// that stopped it (see append_utf8).
+// that stopped it (see append_units_utf8).
 template <class Unit>
 uint8_t* write_utf8(const Unit* units, size_t start, size_t end, uint8_t* at,
                     bool pass_surrogates, size_t& stopped) {
@@ -616,26 +642,17 @@ uint8_t* write_utf8(const Unit* units, size_t start, size_t end, uint8_t* at,
     return at;
 }
 
-// Appends the UTF-8 of code units [start, end) of a str buffer (units of
-// `unit_size` bytes at `data`) to `out`, and returns `end`. A lone surrogate
-// has no UTF-8: with `pass_surrogates` it is written in its three-byte form
-// (Python's "surrogatepass", which decodes back to it), otherwise writing
-// stops before it and its offset is returned.
-inline size_t append_utf8(int unit_size, const void* data, size_t start, size_t end,
-                          ByteBuffer& out, bool pass_surrogates) {
+// Appends the UTF-8 of code units [start, end) of a str buffer to `out`,
+// and returns `end`. A lone surrogate has no UTF-8: with `pass_surrogates`
+// it is written in its three-byte form (Python's "surrogatepass", which
+// decodes back to it), otherwise writing stops before it and its offset is
+// returned.
+template <class Unit>
+size_t append_units_utf8(const Unit* units, size_t start, size_t end, ByteBuffer& out,
+                         bool pass_surrogates) {
     uint8_t* const first = out.room(4 * (end - start));  // at most four bytes a code point
-    uint8_t* last;
     size_t stopped;
-    if (unit_size == 1) {
-        last = write_utf8(static_cast<const uint8_t*>(data), start, end, first, pass_surrogates,
-                          stopped);
-    } else if (unit_size == 2) {
-        last = write_utf8(static_cast<const uint16_t*>(data), start, end, first, pass_surrogates,
-                          stopped);
-    } else {
-        last = write_utf8(static_cast<const uint32_t*>(data), start, end, first, pass_surrogates,
-                          stopped);
-    }
+    uint8_t* const last = write_utf8(units, start, end, first, pass_surrogates, stopped);
     out.commit(size_t(last - first));
     return stopped;
 }
