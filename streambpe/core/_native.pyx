@@ -827,12 +827,7 @@ cdef class PieceEncoder:
         :meth:`encode_pieces`; ``out`` may then hold part of the ids before
         the error (a caller that retries must clear it first).
         """
-        cdef Pattern scanned
-        cdef const ClassTable* table
-        if self._native_scan(pattern, pretokenizer, &scanned, &table):
-            self._run(text, scanned, table, out, _LIST, specials)
-        else:
-            self._encode_by_pieces(text, pretokenizer, out, specials)
+        self._encode_into(text, pattern, pretokenizer, out, specials)
 
     def encode_unless_special(
         self, str text not None, pattern not None, pretokenizer, tuple special_tokens not None,
@@ -843,13 +838,18 @@ cdef class PieceEncoder:
             if token in text:
                 return None
         cdef list out = []
+        self._encode_into(text, pattern, pretokenizer, out, None)
+        return out
+
+    cdef int _encode_into(self, str text, pattern, pretokenizer, list out, list specials) except -1:
+        """:meth:`encode_text`, callable from here without a Python call."""
         cdef Pattern scanned
         cdef const ClassTable* table
         if self._native_scan(pattern, pretokenizer, &scanned, &table):
-            self._run(text, scanned, table, out, _LIST, None)
+            self._run(text, scanned, table, out, _LIST, specials)
         else:
-            self._encode_by_pieces(text, pretokenizer, out, None)
-        return out
+            self._encode_by_pieces(text, pretokenizer, out, specials)
+        return 0
 
     def encode_text_array(
         self, str text not None, pattern not None, pretokenizer, out not None,
