@@ -14,7 +14,8 @@ from a local file, so no vocabulary is ever downloaded:
 * ``bpe_openai`` (package ``bpe-openai``, GitHub's ``bpe`` crate): it ships the
   cl100k and o200k ranks and reads no file, so it skips r50k; it refuses a
   text of a million characters or more, or of more than 200,000 ids, so it
-  skips the single-text rows and joins the batch and short-call ones.
+  skips the single-text rows and the batch rows (the generated documents
+  include one of about 400,000 ids) and joins the short-call ones.
 
 ``quicktok`` was considered too: its ``BasicTokenizer`` has no pretokenization
 pattern and loads only its own model files, so it cannot reproduce r50k or

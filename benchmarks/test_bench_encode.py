@@ -510,7 +510,11 @@ def test_encode_batch_peer(
         peer = build_encode_peer(peer_name, str(files.path), files.pattern, files.special_tokens)
     except PeerUnavailable as exc:
         pytest.skip(str(exc))
-    difference = first_difference(reference, [i for ids in peer.encode_batch(probe) for i in ids])
+    try:
+        batch = peer.encode_batch(probe)
+    except ValueError as exc:  # bpe-openai refuses a document of 200,000 ids or more
+        pytest.skip(f"{peer_name} encode_batch refuses a document: {exc}")
+    difference = first_difference(reference, [i for ids in batch for i in ids])
     if difference is not None:
         pytest.skip(f"{peer_name} encode_batch ids differ from tiktoken's: {difference}")
     cold = cold_peer_setup(
@@ -520,7 +524,10 @@ def test_encode_batch_peer(
     def run(fresh: EncodePeer, documents: list[str]) -> list[list[int]]:
         return fresh.encode_batch(documents)
 
-    batches = benchmark.pedantic(report.timed(run), setup=cold, rounds=ROUNDS)
+    try:
+        batches = benchmark.pedantic(report.timed(run), setup=cold, rounds=ROUNDS)
+    except ValueError as exc:
+        pytest.skip(f"{peer_name} encode_batch refuses a document: {exc}")
     report.finish(
         f"{peer_name} encode_batch (its threads, cold cache)",
         ours=False,
