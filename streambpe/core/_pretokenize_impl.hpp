@@ -72,64 +72,6 @@ enum ClassBit : uint16_t {
     FOLD_R = 1u << 12,
 };
 
-// Class bits of every code point, as a two-stage table: `block_of[cp >> 8]`
-// names a 256-entry block of `blocks`; identical blocks (most of the code
-// space) are stored once. Latin-1 gets a direct table, the hot path for
-// ASCII-heavy text.
-class ClassTable {
-   public:
-    static constexpr uint32_t CODE_POINTS = 0x110000;
-    static constexpr uint32_t BLOCK_SIZE = 256;
-    static constexpr uint32_t BLOCK_COUNT = CODE_POINTS / BLOCK_SIZE;
-
-    ClassTable(const uint16_t* block_of, size_t block_of_length, const uint16_t* blocks,
-               size_t blocks_length)
-        : block_of_(block_of, block_of + block_of_length), blocks_(blocks, blocks + blocks_length) {
-        if (block_of_length != BLOCK_COUNT || blocks_length % BLOCK_SIZE != 0) {
-            throw std::invalid_argument("class table: wrong stage sizes");
-        }
-        for (uint16_t block : block_of_) {
-            if (static_cast<size_t>(block) * BLOCK_SIZE >= blocks_length) {
-                throw std::invalid_argument("class table: block index out of range");
-            }
-        }
-        for (uint32_t cp = 0; cp < BLOCK_SIZE; ++cp) latin1_[cp] = lookup(cp);
-        standard_ascii_ = true;
-        for (uint32_t cp = 0; cp < 0x80; ++cp) {
-            standard_ascii_ = standard_ascii_ && (latin1_[cp] & WORD_CLASSES) == standard_ascii_bits(cp);
-        }
-    }
-
-    // Whether this table's ASCII characters have exactly the letter, number,
-    // space and case classes that ascii_kind() assumes (every table built from
-    // the `regex` module's data does; a test table need not).
-    bool standard_ascii() const { return standard_ascii_; }
-
-    uint16_t operator()(uint32_t cp) const {
-        if (cp < BLOCK_SIZE) return latin1_[cp];
-        return cp < CODE_POINTS ? lookup(cp) : 0;
-    }
-
-   private:
-    uint16_t lookup(uint32_t cp) const {
-        return blocks_[static_cast<size_t>(block_of_[cp / BLOCK_SIZE]) * BLOCK_SIZE + cp % BLOCK_SIZE];
-    }
-
-    static constexpr uint16_t WORD_CLASSES = LETTER | NUMBER | SPACE | UPPER_LIKE | LOWER_LIKE;
-    static uint16_t standard_ascii_bits(uint32_t cp) {
-        if (cp >= 'a' && cp <= 'z') return LETTER | LOWER_LIKE;
-        if (cp >= 'A' && cp <= 'Z') return LETTER | UPPER_LIKE;
-        if (cp >= '0' && cp <= '9') return NUMBER;
-        if ((cp >= '\t' && cp <= '\r') || cp == ' ') return SPACE;
-        return 0;
-    }
-
-    std::vector<uint16_t> block_of_;
-    std::vector<uint16_t> blocks_;
-    uint16_t latin1_[BLOCK_SIZE];
-    bool standard_ascii_ = false;
-};
-
 // What the o200k scanner's ASCII path needs to know of a position: the kind
 // of its ASCII character, or that it is past the text (ASCII_END) or holds a
 // character of 0x80 or more (ASCII_BEYOND), which only the class table can
@@ -161,6 +103,73 @@ struct AsciiKinds {
     }
 };
 constexpr AsciiKinds ASCII_KINDS{};
+
+// Class bits of every code point, as a two-stage table: `block_of[cp >> 8]`
+// names a 256-entry block of `blocks`; identical blocks (most of the code
+// space) are stored once. Latin-1 gets a direct table, the hot path for
+// ASCII-heavy text.
+class ClassTable {
+   public:
+    static constexpr uint32_t CODE_POINTS = 0x110000;
+    static constexpr uint32_t BLOCK_SIZE = 256;
+    static constexpr uint32_t BLOCK_COUNT = CODE_POINTS / BLOCK_SIZE;
+
+    ClassTable(const uint16_t* block_of, size_t block_of_length, const uint16_t* blocks,
+               size_t blocks_length)
+        : block_of_(block_of, block_of + block_of_length), blocks_(blocks, blocks + blocks_length) {
+        if (block_of_length != BLOCK_COUNT || blocks_length % BLOCK_SIZE != 0) {
+            throw std::invalid_argument("class table: wrong stage sizes");
+        }
+        for (uint16_t block : block_of_) {
+            if (static_cast<size_t>(block) * BLOCK_SIZE >= blocks_length) {
+                throw std::invalid_argument("class table: block index out of range");
+            }
+        }
+        for (uint32_t cp = 0; cp < BLOCK_SIZE; ++cp) latin1_[cp] = lookup(cp);
+        standard_ascii_ = true;
+        for (uint32_t cp = 0; cp < 0x80; ++cp) {
+            standard_ascii_ = standard_ascii_ && (latin1_[cp] & WORD_CLASSES) == standard_ascii_bits(cp);
+        }
+    }
+
+    // Whether this table's ASCII characters have exactly the letter, number,
+    // space and case classes that ASCII_KINDS assumes (every table built from
+    // the `regex` module's data does; a test table need not).
+    bool standard_ascii() const { return standard_ascii_; }
+
+    uint16_t operator()(uint32_t cp) const {
+        if (cp < BLOCK_SIZE) return latin1_[cp];
+        return cp < CODE_POINTS ? lookup(cp) : 0;
+    }
+
+   private:
+    uint16_t lookup(uint32_t cp) const {
+        return blocks_[static_cast<size_t>(block_of_[cp / BLOCK_SIZE]) * BLOCK_SIZE + cp % BLOCK_SIZE];
+    }
+
+    static constexpr uint16_t WORD_CLASSES = LETTER | NUMBER | SPACE | UPPER_LIKE | LOWER_LIKE;
+    // The classes ASCII_KINDS implies for an ASCII character.
+    static uint16_t standard_ascii_bits(uint32_t cp) {
+        switch (ASCII_KINDS.of[cp]) {
+            case ASCII_LOWER:
+                return LETTER | LOWER_LIKE;
+            case ASCII_UPPER:
+                return LETTER | UPPER_LIKE;
+            case ASCII_DIGIT:
+                return NUMBER;
+            case ASCII_SPACE:
+            case ASCII_NEWLINE:
+                return SPACE;
+            default:
+                return 0;
+        }
+    }
+
+    std::vector<uint16_t> block_of_;
+    std::vector<uint16_t> blocks_;
+    uint16_t latin1_[BLOCK_SIZE];
+    bool standard_ascii_ = false;
+};
 
 // The piece scanners over one text. Each `*_piece(i)` returns the end of the
 // piece that starts at `i` (i < length); pieces are contiguous because every
