@@ -248,6 +248,30 @@ async def test_first_ids_come_after_at_most_one_batch_is_read(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["async", "sync-list"])
+async def test_one_huge_chunk_yields_its_first_ids_after_one_batch(
+    gpt2_tok: Tokenizer, kind: str
+) -> None:
+    """A stream that arrives as one chunk of many batches still streams.
+
+    The chunk goes to the worker a batch (``BATCH_CHARS``) at a time, so the
+    first ids are those of about one batch, not of the whole chunk, and the
+    time to them does not grow with the chunk. All the ids are still
+    ``encode``'s.
+    """
+    text = CHUNK * 2000
+    batch_chars = streambpe.streaming.aio.BATCH_CHARS
+    assert len(text) > 4 * batch_chars
+    batches: list[list[int]] = []
+    async with aclosing(open_stream(gpt2_tok, make_source(kind, [text]))) as stream:
+        async for batch in stream:
+            batches.append(batch)
+    assert [i for batch in batches for i in batch] == gpt2_tok.encode(text)
+    first_chars = len(gpt2_tok.decode(batches[0]))
+    assert 0 < first_chars <= batch_chars
+
+
+@pytest.mark.anyio
 async def test_an_async_source_is_read_one_batch_ahead(gpt2_tok: Tokenizer) -> None:
     """After the first ids, the loop reads and queues the next batch before awaiting a batch's ids.
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from streambpe import core
 from streambpe.cutting.specials import SpecialTokenScanner
+from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode import encoder as encoder_module
 from streambpe.encode.text_parts import part_specials, plan_parts
 from streambpe.errors import ParameterError
@@ -112,6 +113,29 @@ def test_first_block_of_a_huge_chunk_is_bounded(r50k_tokenizer: Tokenizer) -> No
     # Text runs three to five characters per id; a block holds STREAM_BLOCK_CHARS characters.
     assert 0 < len(first) < encoder_module.STREAM_BLOCK_CHARS
     assert first + [i for batch in batches for i in batch] == r50k_tokenizer.encode(text)
+
+
+def test_a_huge_chunk_reaches_the_splitter_a_slice_at_a_time(
+    r50k_tokenizer: Tokenizer,
+    r50k_reference: tiktoken.Encoding,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The splitter never searches more than ``FEED_CHARS`` at once, so the first
+    ids of one huge chunk do not wait for a search of all of it; the ids are
+    still ``encode``'s."""
+    fed: list[int] = []
+    feed = StreamSplitter.feed
+
+    def counting_feed(splitter: StreamSplitter, chunk: str) -> str:
+        fed.append(len(chunk))
+        return feed(splitter, chunk)
+
+    monkeypatch.setattr(StreamSplitter, "feed", counting_feed)
+    monkeypatch.setattr(encoder_module, "FEED_CHARS", 5000)
+    text = SAMPLE.read_text(encoding="utf-8")[:22_000] + "<|endoftext|> end"
+    ids = [i for batch in r50k_tokenizer.iter_id_batches([text, "!"]) for i in batch]
+    assert ids == r50k_reference.encode(text + "!", allowed_special="all")
+    assert fed == [5000] * 4 + [len(text) - 20_000, 1]
 
 
 @pytest.mark.parametrize("threads", [0, -1])

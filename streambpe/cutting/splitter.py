@@ -20,7 +20,7 @@ tokens in ``cut_tokens`` start a cut (``docs/design.md``, "Normalizers").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from streambpe.cutting.rule import last_safe_cut
 from streambpe.cutting.specials import SpecialTokenScanner, spanned_by_special
@@ -28,6 +28,25 @@ from streambpe.cutting.specials import SpecialTokenScanner, spanned_by_special
 #: Buffer at least this many characters before looking for a cut, so that
 #: line-by-line input is encoded in blocks rather than line by line.
 DEFAULT_MIN_RELEASE = 64 * 1024
+
+
+def bounded_chunks(chunks: Iterable[str], most: int) -> Iterator[str]:
+    """The chunks in order, each one longer than ``most`` characters as slices of at most ``most``.
+
+    A stream that arrives as one huge chunk then reaches :meth:`StreamSplitter.feed`
+    a slice at a time, so its first ids wait for one slice, not for a search
+    of the whole text; the slices are the chunk's characters, copied once.
+    Anything that is not a ``str`` passes through, for ``feed`` to refuse.
+
+    >>> list(bounded_chunks(["abcde", "f"], 2))
+    ['ab', 'cd', 'e', 'f']
+    """
+    for chunk in chunks:
+        if isinstance(chunk, str) and len(chunk) > most:
+            for start in range(0, len(chunk), most):
+                yield chunk[start : start + most]
+        else:
+            yield chunk
 
 
 def _check_chunk(chunk: object) -> None:

@@ -31,7 +31,7 @@ from streambpe.core import PieceEncoding, Pretokenizing, SpecialSpan, TokenDecod
 from streambpe.core.piece_cache import CacheInfo
 from streambpe.core.split_steps import Pretokenization, checked_steps
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
-from streambpe.cutting.splitter import StreamSplitter
+from streambpe.cutting.splitter import StreamSplitter, bounded_chunks
 from streambpe.encode.decode_stream import DecodeStream
 from streambpe.encode.text_parts import cut_after, part_specials, plan_parts
 from streambpe.encode.thread_kernels import ThreadKernels
@@ -48,6 +48,8 @@ DEFAULT_CACHE_SIZE = 1 << 18
 PARALLEL_MIN_CHARS = 1 << 20
 #: ``iter_id_batches`` encodes a long chunk in blocks of about this many characters.
 STREAM_BLOCK_CHARS = 1 << 18
+#: The longest slice of a stream's chunk that ``iter_id_batches`` feeds its splitter at once.
+FEED_CHARS = 4 * STREAM_BLOCK_CHARS
 # Texts up to this long, with up to this many special tokens, are first
 # checked for any special token at all with ``in``.
 _QUICK_CHECK_CHARS = 1 << 12
@@ -717,7 +719,7 @@ class Encoder:
         [[97, 10, 10, 32, 98]]
         """
         splitter = self.stream_splitter()
-        for chunk in iterable:
+        for chunk in bounded_chunks(iterable, FEED_CHARS):
             ready = splitter.feed(chunk)
             if ready:
                 yield from self._encode_in_blocks(ready)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import TypeVar
@@ -39,7 +39,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from streambpe._support.progress import awaitable_in_thread
-from streambpe.cutting.splitter import StreamSplitter
+from streambpe.cutting.splitter import StreamSplitter, bounded_chunks
 from streambpe.encode.encoder import Encoder
 from streambpe.streaming.file_encoding import encode_file
 
@@ -128,8 +128,10 @@ async def aiter_id_batches(
     and while the consumer holds a batch, nothing more is read.
     """
     splitter = encoder.stream_splitter()
+    # A huge chunk goes to the worker a batch at a time: the first ids then
+    # wait for one batch's encoding, not the whole chunk's.
     if not isinstance(source, AsyncIterable):
-        iterator = iter(source)
+        iterator = bounded_chunks(source, BATCH_CHARS)
         ended = False
         while not ended:
             ids, ended = await anyio.to_thread.run_sync(
@@ -141,7 +143,7 @@ async def aiter_id_batches(
     # A thread of its own encodes the batches in the order they are queued,
     # each continuing the splitter's state from the one before.
     worker = ThreadPoolExecutor(1, thread_name_prefix="streambpe-aencode")
-    chunks = aiter(source)
+    chunks = _bounded_async_chunks(source, BATCH_CHARS)
     queued: deque[Future[list[int]]] = deque()
     ended = False
     # Batches queued before waiting for the oldest: one until the first ids
@@ -164,6 +166,7 @@ async def aiter_id_batches(
         # loop, so that no thread outlives the stream.
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(partial(worker.shutdown, wait=True, cancel_futures=True))
+            await chunks.aclose()
 
 
 #: The name the README advertises: the same function, yielding batches of ids.
@@ -182,6 +185,13 @@ async def _ids_of(job: Future[list[int]]) -> list[int]:
         await anyio.lowlevel.checkpoint()
         return job.result()
     return await anyio.to_thread.run_sync(job.result)
+
+
+async def _bounded_async_chunks(chunks: AsyncIterable[str], most: int) -> AsyncGenerator[str, None]:
+    """:func:`~streambpe.cutting.splitter.bounded_chunks` of an async source."""
+    async for chunk in chunks:
+        for part in bounded_chunks((chunk,), most):
+            yield part
 
 
 async def _gather_batch(chunks: AsyncIterator[str]) -> tuple[list[str], bool]:
