@@ -145,10 +145,16 @@ class Encoder:
             if pipeline is None and len(self._scanner.tokens) <= _QUICK_CHECK_TOKENS
             else None
         )
-        # One set of kernels per backend, built on first use: switching backends
-        # (tests, benchmarks) never mixes one backend's cache into another's results.
+        # One set of kernels per backend: switching backends (tests, benchmarks)
+        # never mixes one backend's cache into another's results.
         self._kernels: dict[str, ThreadKernels] = {}
         self._token_decoders: dict[str, TokenDecoding] = {}
+        # The active backend's are built now, as tiktoken and tokenizers build
+        # theirs while loading: the first encode then costs only its text, not
+        # the tables (o200k: 35 ms from the table cache, most of a second
+        # without it), and a load that fails on them fails here. Another
+        # backend's are built when it is first used.
+        self._thread_kernels()
 
     # ----------------------------------------------------------------- pickling
 
