@@ -589,11 +589,14 @@ private:
 // piece's bytes), so a hit reads one small, contiguous block of memory.
 // Within a set the lines are kept most recently used first: a hit moves its
 // line to the front and a new piece evicts the last one, an LRU per set.
+// A line names its piece by the low half of the hash (the high half picks
+// the set), then its length and bytes: an 8-byte header, so a 32-byte line
+// still holds a 12-byte piece with three ids.
 template <size_t LINE>
 class LineStore {
 public:
     // Bytes a line has for outputs (4 each) and piece bytes together.
-    static constexpr size_t AREA = LINE - 12;
+    static constexpr size_t AREA = LINE - 8;
 
     static bool fits(size_t n, size_t count) { return n + 4 * count <= AREA; }
 
@@ -618,9 +621,10 @@ public:
         // The lines whose hash matches, as bits, found with no branch per
         // line: a loop that left at the first match mispredicted its exit on
         // most hits, since which line holds a piece is random.
+        const uint32_t tag = uint32_t(hash);
         unsigned candidates = 0;
         for (size_t way = 0; way < ways_; ++way) {
-            candidates |= unsigned(set[way].hash == hash) << way;
+            candidates |= unsigned(set[way].tag == tag) << way;
         }
         while (candidates != 0) {
             const size_t way = size_t(__builtin_ctz(candidates));
@@ -666,7 +670,7 @@ public:
             slot = set;
         }
         Line& line = *slot;
-        line.hash = hash;
+        line.tag = uint32_t(hash);
         line.length = uint8_t(n);
         line.count = uint8_t(count);
         std::memcpy(line.area, outputs, 4 * count);
@@ -686,14 +690,16 @@ private:
     // A piece stored into a full set replaces the least recently used line
     // and stays last, except one in FRONT_EVERY, which goes first.
     static constexpr size_t FRONT_EVERY = 32;
-    static_assert(LINE % 64 == 0 && LINE - 12 <= 255, "whole cache lines; lengths fit a byte");
-    struct alignas(64) Line {
-        uint64_t hash;
+    static_assert((LINE == 32 || LINE % 64 == 0) && AREA <= 255,
+                  "a line is half a cache line or whole ones; lengths fit a byte");
+    struct alignas(LINE < 64 ? LINE : 64) Line {
+        uint32_t tag;  // the low half of the piece's hash
         uint8_t length;
         uint8_t count;  // 0 marks a free line
         uint8_t unused[2];
         uint8_t area[AREA];  // 4-byte aligned: the outputs, then the piece
     };
+    static_assert(sizeof(Line) == LINE, "no padding");
 
     // Sets need not be a power of two: the hash's high half scales to them.
     Line* set_of(uint64_t hash) const { return lines_ + ((hash >> 32) * sets_ >> 32) * ways_; }
@@ -781,19 +787,20 @@ private:
 
 // Piece bytes -> output indexes, bounded by ``maxsize`` entries in all.
 //
-// Two LineStores: 64-byte lines for the common case (a piece and its outputs
-// within 52 bytes, such as 24 bytes with six ids), and an eighth of the
-// entries in 128-byte lines for longer pieces with many ids, which are the
-// costliest to merge again (CJK text, runs of symbols). It was a quarter:
-// then, on 8 MiB of the generated multilingual prose (231,162 distinct
-// pieces for small lines, 7,895 for large ones), the large store stayed
-// nearly empty while the small one evicted, and a warm pass still missed
-// 113,893 times; with an eighth, 90,949 (100,000 chat messages: 287,796 and
-// 226,069), in 2 MB less memory. Which store holds a
-// piece depends on its length and id count; a piece of up to ten bytes
-// always fits the small one, so only longer pieces look in both. Pieces that
-// fit neither are not cached (they are rare, and long enough that BPE
-// dwarfs a lookup). maxsize == 0 stores nothing.
+// Three LineStores, by the room a piece and its outputs take: 32-byte lines
+// (24 bytes: a 12-byte piece with three ids) for half the entries, 64-byte
+// lines (56 bytes) for seven sixteenths, and 128-byte lines (120 bytes) for
+// the last sixteenth, the long pieces with many ids that are the costliest
+// to merge again (CJK text, runs of symbols). Of the 242,650 distinct
+// pieces that are not tokens in 8 MiB of the generated multilingual prose
+// (o200k), 60 % fit the small lines and 3 % need the large ones, so the
+// same memory holds half as many pieces again as 64-byte lines alone did.
+// Which store holds a piece depends on its length and id count; a piece
+// has at least one byte per id, so one of up to four bytes always fits the
+// 32-byte lines and one of up to eleven the 64-byte lines: only longer
+// pieces look in more than one store. Pieces that fit none are not cached
+// (they are rare, and long enough that BPE dwarfs a lookup). maxsize == 0
+// stores nothing.
 //
 // In front of them, from 4,096 entries up, a HotStore of a sixteenth of
 // the entries (at most 16,384) answers the most repeated pieces; its entries
@@ -804,8 +811,9 @@ public:
     explicit PieceCache(size_t maxsize)
         : maxsize_(maxsize),
           hot_(hot_slots(maxsize)),
-          small_(main_entries(maxsize) - main_entries(maxsize) / LARGE_SHARE),
-          large_(main_entries(maxsize) / LARGE_SHARE) {}
+          narrow_(narrow_entries(maxsize)),
+          middle_(main_entries(maxsize) - narrow_entries(maxsize) - wide_entries(maxsize)),
+          wide_(wide_entries(maxsize)) {}
 
     // Copies the outputs of ``piece`` to ``outputs`` (room for
     // HotStore::MAX_OUTPUTS) if the hot store has it, counting a hit, and
@@ -827,8 +835,9 @@ public:
     // Appends the cached outputs of ``piece`` to ``out`` and returns true on
     // a hit; counts the lookup either way.
     bool get(const uint8_t* piece, size_t n, uint64_t hash, std::vector<uint32_t>& out) {
-        if ((may_be_small(n) && small_.get(piece, n, hash, out)) ||
-            (may_be_large(n) && large_.get(piece, n, hash, out))) {
+        if ((may_be_narrow(n) && narrow_.get(piece, n, hash, out)) ||
+            (may_be_middle(n) && middle_.get(piece, n, hash, out)) ||
+            (may_be_wide(n) && wide_.get(piece, n, hash, out))) {
             ++hits_;
             return true;
         }
@@ -838,24 +847,28 @@ public:
 
     // Starts loading the sets a lookup of a piece of ``n`` bytes reads.
     PREFETCHER void prefetch(size_t n, uint64_t hash) const {
-        if (may_be_small(n)) small_.prefetch(hash);
-        if (may_be_large(n)) large_.prefetch(hash);
+        if (may_be_narrow(n)) narrow_.prefetch(hash);
+        if (may_be_middle(n)) middle_.prefetch(hash);
+        if (may_be_wide(n)) wide_.prefetch(hash);
     }
 
     // Stores the outputs of a piece that ``get`` just missed.
     void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
         if (count == 0) return;
-        if (Small::fits(n, count)) {
-            small_.put(piece, n, hash, outputs, count);
-        } else if (Large::fits(n, count)) {
-            large_.put(piece, n, hash, outputs, count);
+        if (Narrow::fits(n, count)) {
+            narrow_.put(piece, n, hash, outputs, count);
+        } else if (Middle::fits(n, count)) {
+            middle_.put(piece, n, hash, outputs, count);
+        } else if (Wide::fits(n, count)) {
+            wide_.put(piece, n, hash, outputs, count);
         }
     }
 
     void clear() {
         hot_.clear();
-        small_.clear();
-        large_.clear();
+        narrow_.clear();
+        middle_.clear();
+        wide_.clear();
         hits_ = misses_ = 0;
     }
 
@@ -866,19 +879,19 @@ public:
     size_t hits() const { return hits_; }
     size_t misses() const { return misses_; }
     size_t maxsize() const { return maxsize_; }
-    size_t size() const { return small_.size() + large_.size(); }
+    size_t size() const { return narrow_.size() + middle_.size() + wide_.size(); }
 
 private:
-    using Small = LineStore<64>;
-    using Large = LineStore<128>;
-    // A piece has at least one byte per id, so one of up to ten bytes always
-    // fits a small line, and only a piece of over ten bytes can need a large one.
-    static bool may_be_small(size_t n) { return Small::fits(n, 1); }
-    static bool may_be_large(size_t n) { return n > 10 && Large::fits(n, 1); }
-    static_assert(Small::AREA >= 10 * 5, "a piece of ten bytes and ten ids fits a small line");
+    using Narrow = LineStore<32>;
+    using Middle = LineStore<64>;
+    using Wide = LineStore<128>;
+    // A piece of n bytes has from one to n ids.
+    static bool may_be_narrow(size_t n) { return Narrow::fits(n, 1); }
+    static bool may_be_middle(size_t n) { return n > 4 && Middle::fits(n, 1); }
+    static bool may_be_wide(size_t n) { return n > 11 && Wide::fits(n, 1); }
+    static_assert(Narrow::AREA >= 4 * 5, "a piece of four bytes and four ids fits a narrow line");
+    static_assert(Middle::AREA >= 11 * 5, "a piece of eleven bytes and eleven ids fits a middle line");
 
-    // One entry in LARGE_SHARE has a 128-byte line.
-    static constexpr size_t LARGE_SHARE = 8;
     static constexpr size_t HOT_MIN_ENTRIES = 4096;
     static constexpr size_t HOT_MAX_SLOTS = 16384;
     static size_t hot_slots(size_t maxsize) {
@@ -888,11 +901,15 @@ private:
         return slots;
     }
     static size_t main_entries(size_t maxsize) { return maxsize - hot_slots(maxsize); }
+    // Rounded up, so that a cache of one entry still keeps a short piece.
+    static size_t narrow_entries(size_t maxsize) { return (main_entries(maxsize) + 1) / 2; }
+    static size_t wide_entries(size_t maxsize) { return main_entries(maxsize) / 16; }
 
     size_t maxsize_;
     HotStore hot_;
-    Small small_;
-    Large large_;
+    Narrow narrow_;
+    Middle middle_;
+    Wide wide_;
     size_t hits_ = 0, misses_ = 0;
 };
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-DEFAULT_CACHE_SIZE = 1 << 18
+DEFAULT_CACHE_SIZE = 1 << 19
 #: Texts this long or longer are encoded on several threads (``Encoder.encode``).
 PARALLEL_MIN_CHARS = 1 << 20
 #: ``iter_id_batches`` encodes a long chunk in blocks of about this many characters.
