@@ -11,11 +11,13 @@ them under AddressSanitizer too.
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,6 +102,25 @@ def test_eight_threads_share_one_tokenizer(ranks: dict[bytes, int], backend: str
         for round_number, ids in enumerate(results[index]):
             assert ids == expected[(index + round_number) % THREADS], (index, round_number)
     assert shared.cache_info().maxsize >= SMALL_CACHE
+
+
+def test_a_dropped_tokenizer_frees_its_kernels(ranks: dict[bytes, int], backend: str) -> None:
+    """A tokenizer that has encoded, on this thread and on worker threads, frees its kernels
+    (vocabulary tables and piece caches) once it is dropped.
+
+    The finalizer that hands a finished thread's kernel back held its owner
+    strongly, through a registry that lives as long as the process, and so
+    kept alive the thread-local storage whose freeing would have run it:
+    every such tokenizer stayed in memory for good (20 MB and more for cl100k).
+    """
+    tokenizer = Tokenizer.from_ranks(ranks, pattern="gpt2", cache_size=SMALL_CACHE)
+    tokenizer.encode_ordinary(thread_text(0, words=50))
+    tokenizer.encode_batch([thread_text(seed, words=50) for seed in range(4)], workers=2)
+    kernels = [weakref.ref(owner) for owner in tokenizer._kernels.values()]
+    assert kernels and all(reference() is not None for reference in kernels)
+    del tokenizer
+    gc.collect()
+    assert all(reference() is None for reference in kernels)
 
 
 def cache_heavy_text(seed: int, pieces: int = 20_000) -> str:

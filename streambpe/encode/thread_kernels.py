@@ -57,6 +57,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_renew_locks_in_child)
 
 
+def _give_back(owner: weakref.ref[ThreadKernels], kernel: PieceEncoding, leased_in: int) -> None:
+    """Return a finished thread's kernel to its owner's idle list, if the owner is still alive."""
+    kernels = owner()
+    # No lock: list.append is atomic, and in a forked child this runs
+    # while the other threads' states are cleared, before the fork hooks
+    # renew the locks. A kernel leased by a thread of the parent may have
+    # been mid-encode at the fork, so a child does not reuse it.
+    if kernels is not None and os.getpid() == leased_in:
+        kernels._idle.append(kernel)
+
+
 class ThreadKernels:
     """The kernels of one backend for one vocabulary: one piece encoder per thread.
 
@@ -95,18 +106,15 @@ class ThreadKernels:
                 kernel = self._idle.pop() if self._idle else self._first.fork()
                 self._live.add(kernel)
             lease = _Lease(kernel)
-            # Runs when the thread's storage is freed, as the thread ends.
-            weakref.finalize(lease, self._give_back, kernel, os.getpid())
+            # Runs when the thread's storage is freed: as the thread ends, or
+            # as these kernels go. The finalizer holds them only weakly: a
+            # strong hold (a bound method) kept alive, through the registry
+            # of finalizers, the very thread-local storage whose freeing
+            # would run it, so every tokenizer that had encoded leaked its
+            # tables and caches (20 MB or more each) for the process's life.
+            weakref.finalize(lease, _give_back, weakref.ref(self), kernel, os.getpid())
             self._local.lease = lease
         return lease.kernel
-
-    def _give_back(self, kernel: PieceEncoding, leased_in: int) -> None:
-        # No lock: list.append is atomic, and in a forked child this runs
-        # while the other threads' states are cleared, before the fork hooks
-        # renew the locks. A kernel leased by a thread of the parent may have
-        # been mid-encode at the fork, so a child does not reuse it.
-        if os.getpid() == leased_in:
-            self._idle.append(kernel)
 
     def _kernels(self) -> list[PieceEncoding]:
         with self._lock:
