@@ -13,7 +13,9 @@ fuzz run (``tests/fuzz_long.py``).
 - base64 blobs (long pieces with no pattern boundary),
 - decimal digits of every script, and other numerals,
 - English contractions in every letter case,
-- fragments of special tokens, to be cut across chunk boundaries.
+- fragments of special tokens, to be cut across chunk boundaries,
+- long ASCII runs broken by rare characters beyond it (:func:`mostly_ascii_text`),
+  which the compiled encoder reads as one-byte stretches.
 """
 
 from __future__ import annotations
@@ -166,3 +168,41 @@ def valid_text(max_fragments: int = 8) -> st.SearchStrategy[str]:
     return adversarial_text(max_fragments).map(
         lambda text: text.encode("utf-8", "replace").decode("utf-8")
     )
+
+
+# fmt: off
+#: ASCII pieces of code and prose, with the whitespace shapes the patterns treat
+#: apart (a space after a word, runs of spaces, newlines with indents, tabs).
+ASCII_FRAGMENTS = [
+    "word", " word", "Word", " WORD", "camelCase", "HTTPServer", " x", "_id", " 42", "1234567",
+    "don't", " I'LL", "they've", "it's", "(", ")", " {", "};", " ->", "...", "/**/", "==",
+    " ", "  ", " " * 9, "\t", "\n", "\n\n", "\r\n", "\n    ", " \n", "\n\t\t", "/\n", "'s",
+]
+#: What breaks an ASCII run: characters of every width CPython stores, and
+#: ones the patterns class apart (a space, a capital, a mark, a digit).
+BEYOND_ASCII = [
+    "\u00e9", "\u00a0", "\x85", "\u00a9", "\u2019", "\u3000", "\u017f", "\u0301", "\u0663",
+    "\u00c9", "\u4e2d\u6587", "\U0001f600", " \u00e9t\u00e9", "\u00a0\n", "\u2019s", "\U0001d7d8",
+]
+# fmt: on
+
+
+def ascii_run(min_size: int = 0) -> st.SearchStrategy[str]:
+    """ASCII text of code and prose fragments, at least ``min_size`` characters."""
+    return st.lists(st.sampled_from(ASCII_FRAGMENTS), min_size=1, max_size=120).map(
+        lambda parts: "".join(parts).ljust(min_size, "a")
+    )
+
+
+def mostly_ascii_text(max_runs: int = 6) -> st.SearchStrategy[str]:
+    """Long ASCII runs (often 128 characters or more) joined by rare characters beyond ASCII.
+
+    A single such character makes CPython store the whole str in 1, 2 or 4
+    bytes a character; the compiled encoder then reads the long ASCII runs
+    as one-byte stretches, cut where a space follows a non-space, and every
+    cut must leave the pieces as they are.
+    """
+    run = st.one_of(ascii_run(), ascii_run(min_size=128), runs(), base64_blobs())
+    return st.lists(
+        st.tuples(run, st.sampled_from(BEYOND_ASCII)), min_size=1, max_size=max_runs
+    ).map(lambda pairs: "".join(run + beyond for run, beyond in pairs))

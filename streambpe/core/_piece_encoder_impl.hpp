@@ -989,10 +989,93 @@ public:
     // in blocks and resume at ``stopped``; ``count_only`` keeps no outputs and
     // only counts them. ``ascii`` says every unit is below 0x80, so the buffer
     // is its own UTF-8. Stops at the first problem.
+    //
+    // A text with characters beyond ASCII under a built-in pattern goes
+    // stretch by stretch (pretokenize::next_stretch): its long ASCII runs as
+    // one-byte text, read in place, the rest as it is. Measured on the
+    // benchmarks' source code (72 characters beyond ASCII in 6.8 million), o200k:
+    // the whole text as two-byte units counted its ids in 115 ms, the same
+    // text without those characters in 95 ms.
     EncodeProblem encode_text(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
                               int unit_size, const void* data, size_t length, bool ascii,
                               std::vector<uint32_t>& out, size_t from, size_t budget,
                               bool count_only) {
+        if (ascii || pattern.kind == pretokenize::Builtin::COMPILED || !table.standard_ascii()) {
+            return encode_units(pattern, table, unit_size, data, length, ascii, out, from, budget,
+                                count_only);
+        }
+        switch (unit_size) {
+            case 1:
+                return encode_stretches(pattern, table, static_cast<const uint8_t*>(data), length,
+                                        out, from, budget, count_only);
+            case 2:
+                return encode_stretches(pattern, table, static_cast<const uint16_t*>(data), length,
+                                        out, from, budget, count_only);
+            case 4:
+                return encode_stretches(pattern, table, static_cast<const uint32_t*>(data), length,
+                                        out, from, budget, count_only);
+            default:
+                throw std::invalid_argument("unit size must be 1, 2 or 4");
+        }
+    }
+
+private:
+    // encode_text of a text with characters beyond ASCII, one stretch at a
+    // time; positions in the result are offsets in the whole text.
+    template <class Unit>
+    EncodeProblem encode_stretches(pretokenize::Pattern pattern,
+                                   const pretokenize::ClassTable& table, const Unit* units,
+                                   size_t length, std::vector<uint32_t>& out, size_t from,
+                                   size_t budget, bool count_only) {
+        size_t counted = 0;
+        size_t position = from;
+        while (position < length) {
+            const pretokenize::Stretch stretch =
+                pretokenize::next_stretch(table, units, position, length);
+            EncodeProblem part;
+            if (stretch.ascii) {
+                // Scanned alone, from its own offset 0: it ends at a safe cut.
+                part = encode_units(pattern, table, 1, one_byte_copy(units, position, stretch.end),
+                                    stretch.end - position, true, out, 0, budget, count_only);
+                part.position += position;
+                part.stopped += position;
+            } else {
+                part = encode_units(pattern, table, int(sizeof(Unit)), units, stretch.end, false,
+                                    out, position, budget, count_only);
+            }
+            counted += part.counted;
+            if (part.outcome != EncodeOutcome::OK) {
+                part.counted = counted;
+                return part;
+            }
+            position = part.stopped;
+            if (position < stretch.end || (!count_only && out.size() >= budget)) break;
+        }
+        EncodeProblem done;
+        done.stopped = position;
+        done.counted = counted;
+        return done;
+    }
+
+    // Units [start, end), all below 0x80, as bytes: in place for a one-byte
+    // str, else copied to narrow_.
+    template <class Unit>
+    const uint8_t* one_byte_copy(const Unit* units, size_t start, size_t end) {
+        if constexpr (sizeof(Unit) == 1) {
+            return units + start;
+        } else {
+            narrow_.clear();
+            uint8_t* bytes = narrow_.room(end - start);
+            for (size_t i = start; i < end; ++i) bytes[i - start] = uint8_t(units[i]);
+            return bytes;
+        }
+    }
+
+    // encode_text, on the units as they are.
+    EncodeProblem encode_units(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
+                               int unit_size, const void* data, size_t length, bool ascii,
+                               std::vector<uint32_t>& out, size_t from, size_t budget,
+                               bool count_only) {
         EncodeProblem problem;
         batch_.clear();
         utf8_.clear();
@@ -1074,7 +1157,6 @@ public:
         return problem;
     }
 
-private:
     // A piece of the text waiting in the batch: its code units start at
     // ``start``; its UTF-8 is ``size`` bytes at ``first`` in the text (ASCII)
     // or in utf8_; ``hash`` and ``may_be_token`` are its hash and what the
@@ -1096,6 +1178,7 @@ private:
     std::vector<uint32_t> units_;   // scratch for BPE
     std::vector<Pending> batch_;    // pieces scanned, not yet encoded
     pretokenize::ByteBuffer utf8_;  // the UTF-8 of the batch's pieces (non-ASCII text)
+    pretokenize::ByteBuffer narrow_;  // an ASCII stretch of a wider str, as bytes
 };
 
 // ------------------------------------------------------------ decoding

@@ -691,6 +691,112 @@ inline size_t count_pieces(Pattern pattern, const ClassTable& table, int unit_si
     return count;
 }
 
+// ------------------------------------------------------------ ASCII stretches
+//
+// One character beyond ASCII makes CPython store a whole str in 2 or 4 bytes
+// a character, and every piece of it then has its UTF-8 written out before it
+// is hashed. Source code with one "©", English with one curly quote: the
+// ASCII between such characters can be encoded as one-byte text instead,
+// each piece read in place (TextEncoder::encode_text). The helpers below
+// plan those stretches.
+
+// The first index in [from, limit) whose unit is 0x80 or more, else `limit`.
+template <class Unit>
+size_t find_beyond_ascii(const Unit* units, size_t from, size_t limit) {
+    // Sixteen bytes of units a step: every unit's bits from 0x80 up.
+    constexpr uint64_t HIGH = sizeof(Unit) == 1   ? 0x8080808080808080ull
+                              : sizeof(Unit) == 2 ? 0xFF80FF80FF80FF80ull
+                                                  : 0xFFFFFF80FFFFFF80ull;
+    constexpr size_t STEP = 16 / sizeof(Unit);
+    size_t i = from;
+    for (; i + STEP <= limit; i += STEP) {
+        uint64_t low, high;
+        std::memcpy(&low, units + i, 8);
+        std::memcpy(&high, units + i + STEP / 2, 8);
+        if ((low | high) & HIGH) break;
+    }
+    for (; i < limit; ++i) {
+        if (units[i] >= 0x80) return i;
+    }
+    return limit;
+}
+
+// Whether the 16 units at `units` are all below 0x80.
+template <class Unit>
+bool sixteen_ascii(const Unit* units) {
+    constexpr uint64_t HIGH = sizeof(Unit) == 1   ? 0x8080808080808080ull
+                              : sizeof(Unit) == 2 ? 0xFF80FF80FF80FF80ull
+                                                  : 0xFFFFFF80FFFFFF80ull;
+    uint64_t any = 0;
+    for (size_t word = 0; word < 2 * sizeof(Unit); ++word) {
+        uint64_t bits;
+        std::memcpy(&bits, reinterpret_cast<const char*>(units) + 8 * word, 8);
+        any |= bits;
+    }
+    return (any & HIGH) == 0;
+}
+
+// True when the text may be cut before `i` (0 < i, both characters ASCII)
+// without changing any piece of a built-in pattern: the first rule of
+// cutting/rule.py, a space right after a character that is not \s. That
+// module states the rule and its reasons; the tests check both against
+// uncut text.
+template <class Unit>
+bool ascii_safe_cut(const ClassTable& table, const Unit* units, size_t i) {
+    return units[i] == 0x20 && units[i - 1] < 0x80 && (table(units[i - 1]) & SPACE) == 0;
+}
+
+// A stretch of a text to encode in one go: up to `end`, as one-byte text if
+// `ascii`.
+struct Stretch {
+    size_t end;
+    bool ascii;
+};
+
+// The stretch that starts at `position` (where a piece starts) in a text of
+// `length` units, under a built-in pattern and a table with the standard
+// ASCII classes:
+// * ASCII, if at least MIN_RUN ASCII characters follow: up to the last safe
+//   cut within them (at most MAX_RUN on), or to the end of the text;
+// * else mixed: up to the first safe cut in the next run of MIN_RUN ASCII
+//   characters (whole blocks of 16, counted from the first character beyond
+//   ASCII), looked for within LOOK_AHEAD units, or to the end of the text. The bound keeps planning linear when a long text is encoded in
+//   blocks, each call planning afresh.
+// Every stretch is at least one unit long. An ASCII stretch ends at a safe
+// cut, so scanned alone it has the pieces it has in the whole text.
+template <class Unit>
+Stretch next_stretch(const ClassTable& table, const Unit* units, size_t position, size_t length) {
+    constexpr size_t MIN_RUN = 128;
+    constexpr size_t MAX_RUN = size_t(1) << 16;
+    constexpr size_t LOOK_AHEAD = size_t(1) << 16;
+    const size_t limit = length - position > MAX_RUN + 1 ? position + MAX_RUN + 1 : length;
+    const size_t beyond = find_beyond_ascii(units, position, limit);
+    if (beyond - position >= MIN_RUN) {
+        if (beyond == length) return {length, true};
+        for (size_t cut = beyond - 1; cut > position; --cut) {
+            if (ascii_safe_cut(table, units, cut)) return {cut, true};
+        }
+    }
+    // A run of MIN_RUN is found as MIN_RUN / 16 ASCII blocks of 16 units in
+    // a row, counted from `beyond`: a test per block, not per character, on
+    // text where short ASCII runs (spaces, punctuation) come between words.
+    const size_t bound = length - position > LOOK_AHEAD ? position + LOOK_AHEAD : length;
+    size_t in_a_row = 0;
+    for (size_t block = beyond; block + 16 <= bound; block += 16) {
+        if (!sixteen_ascii(units + block)) {
+            in_a_row = 0;
+            continue;
+        }
+        if (++in_a_row < MIN_RUN / 16) continue;
+        // The run's cuts not yet tried: all of them at first, then the newest block's.
+        const size_t first = in_a_row == MIN_RUN / 16 ? block + 16 - MIN_RUN : block - 1;
+        for (size_t cut = first + 1; cut < block + 16; ++cut) {
+            if (ascii_safe_cut(table, units, cut)) return {cut, false};
+        }
+    }
+    return {length, false};
+}
+
 }  // namespace pretokenize
 }  // namespace streambpe
 
