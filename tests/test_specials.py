@@ -389,14 +389,16 @@ def _byte_level_ids(text: str, specials: dict[str, int]) -> list[int]:
     """The ids a byte-level vocabulary gives ``text``, written out by hand.
 
     Lone surrogates become U+FFFD (tiktoken's repair); each occurrence of a
-    special token, leftmost first (these tokens never overlap), is its id;
-    every other character is its UTF-8 bytes.
+    special token, leftmost first and the longest where several start at one
+    place, is its id; every other character is its UTF-8 bytes.
     """
     repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     ids: list[int] = []
     position = 0
     while position < len(repaired):
-        token = next((t for t in specials if repaired.startswith(t, position)), None)
+        token = max(
+            (t for t in specials if repaired.startswith(t, position)), key=len, default=None
+        )
         if token is not None:
             ids.append(specials[token])
             position += len(token)
@@ -436,15 +438,27 @@ def test_many_specials_are_found_without_the_quick_check() -> None:
 
 
 @pytest.mark.parametrize("backend_name", core.available_backends())
-def test_encode_unless_special_declines_a_text_with_a_special(backend_name: str) -> None:
-    """Guards the kernel method's contract on both backends: None exactly when a token occurs."""
+def test_encode_short_gives_the_general_paths_ids_or_declines(backend_name: str) -> None:
+    """Guards the kernel method's contract on both backends.
+
+    The compiled kernel recognizes the special tokens itself (leftmost
+    first, the longest where two start at one place, none overlapping); the
+    pure one returns None exactly when a token occurs.
+    """
     from streambpe.patterns import GPT2
 
+    tokens = ("<s>", "</s>", "<s>x", "s>")
+    ids = (300, 301, 302, 303)
+    specials = dict(zip(tokens, ids, strict=True))
     with core.using_backend(backend_name):
         backend = core.active_backend()
         kernel = backend.piece_encoder({bytes([i]): i for i in range(256)}, {}, 16)
         pretokenizer = backend.pretokenizer(GPT2)
-        tokens = ("<s>", "</s>")
-        assert kernel.encode_unless_special("say <s>", GPT2, pretokenizer, tokens) is None
-        assert kernel.encode_unless_special("a</s", GPT2, pretokenizer, tokens) == list(b"a</s")
-        assert kernel.encode_unless_special("a</s", GPT2, pretokenizer, ()) == list(b"a</s")
+        assert kernel.encode_short("a</s", GPT2, pretokenizer, tokens, ids) == list(b"a</s")
+        assert kernel.encode_short("a</s", GPT2, pretokenizer, (), ()) == list(b"a</s")
+        for text in ("say <s>", "<s>x</s><s></s>s>", "<<s>xs>>", "</s>\U0001f600<s>x"):
+            found = kernel.encode_short(text, GPT2, pretokenizer, tokens, ids)
+            if backend_name == "python":
+                assert found is None
+            else:
+                assert found == _byte_level_ids(text, specials), text

@@ -829,16 +829,34 @@ cdef class PieceEncoder:
         """
         self._encode_into(text, pattern, pretokenizer, out, specials)
 
-    def encode_unless_special(
+    def encode_short(
         self, str text not None, pattern not None, pretokenizer, tuple special_tokens not None,
+        tuple special_ids not None,
     ):
-        """The ids of ``text`` as a new list, or None if any of ``special_tokens`` occurs in it."""
-        cdef object token
-        for token in special_tokens:
-            if token in text:
-                return None
+        """The ids of ``text`` as a new list, each of ``special_tokens`` (id in ``special_ids``) recognized.
+
+        ``Encoder.encode``'s usual call (a chat message) in one step: a few
+        ``in`` checks say which special tokens occur, the compiled matcher
+        finds those (leftmost first, the longest where several start at one
+        place, as :func:`special_matches`), and the text is encoded around
+        them. The steps in Python had cost 3 us on a message with a special
+        token, about a fifth of encoding it. Never None on this backend.
+        """
+        cdef list present = []
+        cdef Py_ssize_t index
+        for index in range(len(special_tokens)):
+            if special_tokens[index] in text:
+                present.append(index)
+        cdef list specials = None
+        if present:
+            specials = [
+                (start, end, special_ids[present[which]])
+                for start, end, which in special_matches(
+                    text, tuple([special_tokens[index] for index in present])
+                )
+            ]
         cdef list out = []
-        self._encode_into(text, pattern, pretokenizer, out, None)
+        self._encode_into(text, pattern, pretokenizer, out, specials)
         return out
 
     cdef int _encode_into(self, str text, pattern, pretokenizer, list out, list specials) except -1:

@@ -164,25 +164,28 @@ class PieceEncoder:
         if start < len(text):
             self.encode_pieces(pretokenizer.pieces(text[start:]), out)
 
-    def encode_unless_special(
+    def encode_short(
         self,
         text: str,
         pattern: Pretokenization,
         pretokenizer: Pretokenizing,
         special_tokens: tuple[str, ...],
+        special_ids: tuple[int, ...],
     ) -> list[int] | None:
-        """The ids of ``text``, or None if any of ``special_tokens`` occurs in it.
+        """The ids of ``text``, each of ``special_tokens`` (id in ``special_ids``) recognized, or None.
 
-        The usual call of ``Encoder.encode`` (a chat message with no special
-        token) in one step: the compiled kernel checks and encodes without
-        the calls in between, which cost as much as encoding a short message.
+        ``Encoder.encode``'s usual call (a chat message) in one step. This
+        backend has no special-token matcher of its own (the compiled one
+        has): it answers a text with none of ``special_tokens`` and returns
+        None for the others, which the caller then encodes by its general
+        path.
 
         >>> from streambpe.core.pretokenize import Pretokenizer
         >>> from streambpe.patterns import GPT2
         >>> pieces = PieceEncoder({bytes([i]): i for i in range(256)}, {}, cache_size=8)
-        >>> pieces.encode_unless_special("ab", GPT2, Pretokenizer(GPT2), ("<s>",))
+        >>> pieces.encode_short("ab", GPT2, Pretokenizer(GPT2), ("<s>",), (256,))
         [97, 98]
-        >>> pieces.encode_unless_special("a<s>", GPT2, Pretokenizer(GPT2), ("<s>",)) is None
+        >>> pieces.encode_short("a<s>", GPT2, Pretokenizer(GPT2), ("<s>",), (256,)) is None
         True
         """
         if any(token in text for token in special_tokens):

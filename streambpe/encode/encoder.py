@@ -145,6 +145,9 @@ class Encoder:
             if pipeline is None and len(self._scanner.tokens) <= _QUICK_CHECK_TOKENS
             else None
         )
+        self._quick_special_ids = tuple(
+            self._special_ids[token] for token in self._quick_specials or ()
+        )
         # One set of kernels per backend: switching backends (tests, benchmarks)
         # never mixes one backend's cache into another's results.
         self._kernels: dict[str, ThreadKernels] = {}
@@ -380,14 +383,19 @@ class Encoder:
             and threads is None
             and len(text) <= _QUICK_CHECK_CHARS
         ):
-            # The usual call (a chat message): one kernel call checks that no
-            # special token occurs and encodes. The steps of _run_with_policy
+            # The usual call (a chat message): one kernel call finds the
+            # special tokens (the compiled kernel; the pure one declines a
+            # text that has any) and encodes. The steps of _run_with_policy
             # in Python took as long as encoding a short message (1.2 of 1.8
             # us for "hello there").
             kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
             try:
-                ids = kernels.piece_encoder().encode_unless_special(
-                    text, self.pattern, kernels.pretokenizer, quick_specials
+                ids = kernels.piece_encoder().encode_short(
+                    text,
+                    self.pattern,
+                    kernels.pretokenizer,
+                    quick_specials,
+                    self._quick_special_ids,
                 )
                 return ids if ids is not None else self._encode_with(self._scanner, text)
             except UnicodeEncodeError:
