@@ -136,3 +136,45 @@ def test_disallowed_special_raises_from_a_worker(gpt2_tok: Tokenizer, parallel: 
     assert parallel.workers
     assert new_children(children) == set()
     assert encode_threads() == []
+
+
+# --------------------------------------------------------------------------- encode_each
+
+
+def test_encode_each_gives_encodes_ids_on_every_path(gpt2_tok: Tokenizer) -> None:
+    """One kernel call for the usual case; text by text for keywords and lone surrogates."""
+    texts = [
+        *varied_texts(30, seed=5),
+        "",
+        f"{EOT}{EOT}",
+        f"a{EOT[:-1]}",
+        "x\ud800y",
+        "日本語 👍🏽",
+    ]
+    assert gpt2_tok.encode_each(texts) == [gpt2_tok.encode(t) for t in texts]
+    assert gpt2_tok.encode_each(texts, disallowed_special=()) == [
+        gpt2_tok.encode(t, disallowed_special=()) for t in texts
+    ]
+    assert gpt2_tok.encode_each([]) == []
+    with pytest.raises(ValueError, match="disallowed"):
+        gpt2_tok.encode_each(texts, allowed_special=set())
+
+
+def test_encode_each_leaves_a_long_text_to_encode(
+    gpt2_tok: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text long enough for encode's own threads is not handed to the one-call kernel."""
+    import streambpe.encode.encoder as encoder_module
+
+    monkeypatch.setattr(encoder_module, "PARALLEL_MIN_CHARS", 100)
+    calls: list[str] = []
+    original = Tokenizer.encode
+
+    def counting_encode(self: Tokenizer, text: str, **keywords: Any) -> list[int]:
+        calls.append(text)
+        return original(self, text, **keywords)
+
+    monkeypatch.setattr(Tokenizer, "encode", counting_encode)
+    texts = ["short", make_text(400, seed=1)]
+    assert gpt2_tok.encode_each(texts) == [original(gpt2_tok, t) for t in texts]
+    assert calls == texts

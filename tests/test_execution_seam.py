@@ -154,3 +154,50 @@ def test_local_pool_sizes_and_kinds() -> None:
         local_pool(2, "threads", print, ("x",)) as refused,
     ):
         refused.submit(abs, -1)
+
+
+@pytest.mark.parametrize(("all_in_flight", "expected"), [(False, 4), (True, 10)])
+def test_all_in_flight_submits_every_task_before_the_first_result(
+    all_in_flight: bool, expected: int
+) -> None:
+    """``encode_batch`` keeps every result, so it puts every task in flight;
+    otherwise two per worker are, and a worker can idle behind the task due first."""
+    encoder = Encoder({i: bytes([i]) for i in range(256)}, {})
+    gate = threading.Event()
+    submitted: list[Any] = []
+
+    class CountingPool(ThreadPoolExecutor):
+        def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+            submitted.append(args)
+            return super().submit(fn, *args, **kwargs)
+
+    def held_back(encoder: Encoder, task: int) -> int:
+        gate.wait(timeout=30)
+        return task
+
+    with (
+        CountingPool(2) as pool,
+        encode_map(
+            encoder,
+            held_back,
+            list(range(10)),
+            workers=2,
+            executor=pool,
+            all_in_flight=all_in_flight,
+        ) as results,
+    ):
+        first: list[int] = []
+        reader = threading.Thread(target=lambda: first.append(next(results)))
+        reader.start()
+        # Until the gate opens no task ends, so what is submitted by then
+        # is what the bound lets through.
+        for _ in range(1000):  # at most 10 s, so a wrong bound fails rather than hangs
+            if len(submitted) >= expected:
+                break
+            threading.Event().wait(0.01)
+        threading.Event().wait(0.2)
+        in_flight = len(submitted)
+        gate.set()
+        reader.join()
+        assert first == [0] and list(results) == list(range(1, 10))
+    assert in_flight == expected

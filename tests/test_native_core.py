@@ -460,3 +460,27 @@ def test_join_id_lists_moves_unshared_parts_and_copies_shared_ones() -> None:
     assert sys.getrefcount(big) == before - 2
     with pytest.raises(TypeError, match="list of lists"):
         native.join_id_lists([[1], (2,)])
+
+
+def test_a_fork_hands_out_int_objects_of_its_own(r50k_encoding: Any) -> None:
+    """Two threads must not write the reference counts of the same ints (see
+    ``PieceEncoder._id_objects``): a fork's ids are equal, and before Python
+    3.12 (where small ints became immortal) never the same objects, small ones
+    included; each id in a list still holds exactly one reference."""
+    text = SAMPLE.read_text(encoding="utf-8")[:2000] + " \x00\x01"
+    first: list[int] = []
+    r50k_encoding.encode_text(text, patterns.GPT2, None, first)
+    fork = r50k_encoding.fork()
+    forked: list[int] = []
+    fork.encode_text(text, patterns.GPT2, None, forked)
+    assert forked == first
+    if sys.version_info < (3, 12):
+        assert all(mine is not theirs for mine, theirs in zip(forked, first, strict=True))
+    token = forked[0]
+    before = sys.getrefcount(token)
+    again: list[int] = []
+    fork.encode_text(text, patterns.GPT2, None, again)
+    assert again[0] is token
+    assert sys.getrefcount(token) == before + again.count(token)
+    del again
+    assert sys.getrefcount(token) == before

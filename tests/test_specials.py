@@ -462,3 +462,44 @@ def test_encode_short_gives_the_general_paths_ids_or_declines(backend_name: str)
                 assert found is None
             else:
                 assert found == _byte_level_ids(text, specials), text
+
+
+@pytest.mark.parametrize("backend_name", core.available_backends())
+def test_encode_many_gives_each_texts_ids_or_declines(backend_name: str) -> None:
+    """Guards ``encode_many`` on both backends: the compiled kernel finds the
+    special tokens of every text; the pure one returns None if any text has one."""
+    from streambpe.patterns import GPT2
+
+    tokens = ("<s>", "</s>", "<s>x")
+    ids = (300, 301, 302)
+    specials = dict(zip(tokens, ids, strict=True))
+    plain = ["", "ab", "日本語 \U0001f600", "a</s"]
+    with_specials = [*plain, "<s>x</s>", "<<s>xs>", "</s>"]
+    with core.using_backend(backend_name):
+        backend = core.active_backend()
+        kernel = backend.piece_encoder({bytes([i]): i for i in range(256)}, {}, 16)
+        pretokenizer = backend.pretokenizer(GPT2)
+        expected = [_byte_level_ids(text, specials) for text in with_specials]
+        assert kernel.encode_many(plain, GPT2, pretokenizer, tokens, ids) == expected[: len(plain)]
+        assert kernel.encode_many([], GPT2, pretokenizer, tokens, ids) == []
+        found = kernel.encode_many(with_specials, GPT2, pretokenizer, tokens, ids)
+        assert found == (None if backend_name == "python" else expected)
+        with pytest.raises(UnicodeEncodeError):
+            kernel.encode_many(["ok", "a\ud800"], GPT2, pretokenizer, (), ())
+        missing = backend.piece_encoder({b"a": 0, b"b": 1}, {b"ab": 0}, 8)
+        with pytest.raises(KeyError):
+            missing.encode_many(["a", "ab"], GPT2, pretokenizer, (), ())
+
+
+def test_native_encode_many_rejects_bad_arguments() -> None:
+    """Checked before any text is read without the GIL."""
+    from streambpe.patterns import GPT2
+
+    native = pytest.importorskip("streambpe.core._native")
+    kernel = native.PieceEncoder({bytes([i]): i for i in range(256)}, {}, 16)
+    with pytest.raises(TypeError, match="texts must be str"):
+        kernel.encode_many(["a", b"b"], GPT2, None, (), ())
+    with pytest.raises(ValueError, match="one id per special token"):
+        kernel.encode_many(["a"], GPT2, None, ("<s>",), ())
+    with pytest.raises(ValueError, match="non-empty strings"):
+        kernel.encode_many(["a"], GPT2, None, ("",), (1,))

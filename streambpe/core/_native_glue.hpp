@@ -92,9 +92,9 @@ inline PyObject* piece_list(PyObject* text, const std::vector<size_t>& starts,
 //
 // An output number past the end of `ids` stands for the special token
 // specials[output - len(ids)] of the call (see PieceEncoder._run in _native.pyx).
-inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials,
-                      const std::vector<uint32_t>& outputs) {
-    const Py_ssize_t count = static_cast<Py_ssize_t>(outputs.size());
+inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const uint32_t* outputs,
+                      size_t output_count) {
+    const Py_ssize_t count = static_cast<Py_ssize_t>(output_count);
     if (count == 0) return 0;
     const size_t vocabulary = static_cast<size_t>(PyList_GET_SIZE(ids));
     auto id_of = [&](size_t output) {
@@ -142,6 +142,33 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials,
     Py_SET_SIZE(list, needed);
     return 0;
 #endif
+}
+
+inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials,
+                      const std::vector<uint32_t>& outputs) {
+    return extend_ids(out, ids, specials, outputs.data(), outputs.size());
+}
+
+// A new int object equal to `value` (not negative), for a list of ids of
+// its own: a new reference, or NULL with an exception set.
+//
+// Every id put in a list has its reference count written, and two threads
+// writing the counts of the same int objects pass their cache lines from
+// core to core (see PieceEncoder._id_objects in _native.pyx). Before 3.12,
+// CPython's small ints (below 257: the byte tokens, a third of r50k's ids
+// on multilingual prose) are shared objects with such counts, so one of
+// each is made here, equal but not the same object; from 3.12 they are
+// immortal, their counts never written, and the shared ones serve.
+inline PyObject* private_int(long long value) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (value >= 0 && value < (1LL << PyLong_SHIFT)) {
+        PyLongObject* number = _PyLong_New(value == 0 ? 0 : 1);
+        if (number == nullptr) return nullptr;
+        if (value != 0) number->ob_digit[0] = static_cast<digit>(value);
+        return reinterpret_cast<PyObject*>(number);
+    }
+#endif
+    return PyLong_FromLongLong(value);
 }
 
 // One new list with the items of the lists in `parts`, in order: a new

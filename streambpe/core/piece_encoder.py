@@ -194,6 +194,38 @@ class PieceEncoder:
         self.encode_text(text, pattern, pretokenizer, out)
         return out
 
+    def encode_many(
+        self,
+        texts: list[str],
+        pattern: Pretokenization,
+        pretokenizer: Pretokenizing,
+        special_tokens: tuple[str, ...],
+        special_ids: tuple[int, ...],
+    ) -> list[list[int]] | None:
+        """The ids of each of ``texts``, each of ``special_tokens`` (id in ``special_ids``) recognized, or None.
+
+        ``encode_batch``'s work for one thread. The compiled kernel encodes
+        the texts in one call without the GIL; this one, with no
+        special-token matcher of its own, returns None if any text holds a
+        special token (the caller then encodes each text its own way).
+
+        >>> from streambpe.core.pretokenize import Pretokenizer
+        >>> from streambpe.patterns import GPT2
+        >>> pieces = PieceEncoder({bytes([i]): i for i in range(256)}, {}, cache_size=8)
+        >>> pieces.encode_many(["ab", "c"], GPT2, Pretokenizer(GPT2), ("<s>",), (256,))
+        [[97, 98], [99]]
+        >>> pieces.encode_many(["a<s>"], GPT2, Pretokenizer(GPT2), ("<s>",), (256,)) is None
+        True
+        """
+        if any(token in text for text in texts for token in special_tokens):
+            return None
+        results = []
+        for text in texts:
+            out: list[int] = []
+            self.encode_text(text, pattern, pretokenizer, out)
+            results.append(out)
+        return results
+
     def encode_text_array(
         self,
         text: str,

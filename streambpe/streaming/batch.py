@@ -40,7 +40,7 @@ class _Group:
 
 
 def _encode_group(encoder: Encoder, group: _Group) -> list[list[int]]:
-    return [encoder.encode(text, **group.options) for text in group.texts]
+    return encoder.encode_each(group.texts, **group.options)
 
 
 def _groups(texts: Sequence[str], task_chars: int, options: dict[str, Any]) -> list[_Group]:
@@ -81,10 +81,14 @@ def encode_batch(
     count = resolve_workers(workers)
     mode = parallel.parallel_mode(encoder)
     if count <= 1 or sum(map(len, texts)) < PARALLEL_THRESHOLD_CHARS[mode]:
-        return [encoder.encode(text, **options) for text in texts]
+        return encoder.encode_each(texts, **options)
     results: list[list[int]] = []
     groups = _groups(texts, TASK_CHARS[mode], options)
-    with encode_map(encoder, _encode_group, groups, workers=count) as encoded_groups:
+    # Every result is kept, so every group may be in flight: a thread never
+    # waits for a slow group whose result is due first.
+    with encode_map(
+        encoder, _encode_group, groups, workers=count, all_in_flight=True
+    ) as encoded_groups:
         for encoded in encoded_groups:
             results.extend(encoded)
     return results

@@ -75,6 +75,7 @@ def encode_map(
     workers: int | None,
     executor: Executor | None = None,
     staging_dir: str | os.PathLike[str] | None = None,
+    all_in_flight: bool = False,
 ) -> Iterator[Iterator[ResultT]]:
     """Results of ``function(encoder, task)`` for each task, in task order.
 
@@ -87,6 +88,10 @@ def encode_map(
             shares this encoder; any other gets the encoder once per worker
             process, from a file staged in ``staging_dir``, which its workers
             must be able to read.
+        all_in_flight: submit every task at once, for a caller that keeps
+            every result anyway; otherwise two per worker are in flight, which
+            bounds memory but can leave a worker idle behind a slow task
+            whose result is due first.
 
     When the block ends, by any way, no task of this call is still queued, and
     on the pools started here none is running either. A caller's executor
@@ -115,7 +120,9 @@ def encode_map(
         else:
             reference = cleanup.enter_context(worker_encoder.staged(encoder, staging_dir))
             run = partial(_run_referenced, function, reference)
-        in_flight = in_flight_bound(pool, fallback_workers=count)
+        in_flight = (
+            max(1, len(tasks)) if all_in_flight else in_flight_bound(pool, fallback_workers=count)
+        )
         # Entered after the pool, so closed first: queued tasks are cancelled
         # before the pool shuts down, even when the caller abandons the results.
         yield cleanup.enter_context(closing(ordered_map(pool, run, tasks, max_in_flight=in_flight)))
