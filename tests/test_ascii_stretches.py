@@ -23,6 +23,7 @@ import tiktoken
 import tiktoken.load
 from adversarial_text import SPECIAL, mostly_ascii_text
 from hypothesis import HealthCheck, given, settings
+from test_fuzz_differential import check_encode_against, tiktoken_with
 
 from streambpe import Tokenizer
 from streambpe.core import using_backend
@@ -48,12 +49,7 @@ def cl100k_ranks() -> dict[bytes, int]:
 @cache
 def reference(pattern: str) -> tiktoken.Encoding:
     """tiktoken with cl100k's ranks, ``pattern`` and one special token."""
-    return tiktoken.Encoding(
-        f"cl100k_{PATTERNS.index(pattern)}",
-        pat_str=pattern,
-        mergeable_ranks=cl100k_ranks(),
-        special_tokens={SPECIAL: SPECIAL_ID},
-    )
+    return tiktoken_with(f"cl100k_{PATTERNS.index(pattern)}", cl100k_ranks(), pattern, SPECIAL_ID)
 
 
 @cache
@@ -65,16 +61,8 @@ def subject(pattern: str) -> Tokenizer:
 
 
 def check_encode(pattern: str, text: str) -> None:
-    """Both backends give tiktoken's ids and counts, special tokens allowed or not."""
-    with_specials = reference(pattern).encode(text, allowed_special="all")
-    ordinary = reference(pattern).encode_ordinary(text)
-    tokenizer = subject(pattern)
-    for backend in ("native", "python"):
-        with using_backend(backend):
-            assert tokenizer.encode(text) == with_specials, backend
-            assert tokenizer.encode_ordinary(text) == ordinary, backend
-            assert tokenizer.count_tokens(text, disallowed_special=()) == len(ordinary), backend
-            assert tokenizer.encode_to_array(text).tolist() == with_specials, backend
+    """Both backends give tiktoken's ids and counts (cl100k's ranks), special tokens allowed or not."""
+    check_encode_against(reference(pattern), subject(pattern), text)
 
 
 WORDS = "The quick brown fox, don't you think? It's 1234 times (x) -> y;\n    "

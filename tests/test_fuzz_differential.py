@@ -60,15 +60,19 @@ def r50k_ranks() -> dict[bytes, int]:
     return tiktoken.load.load_tiktoken_bpe(str(TIKTOKEN_FIXTURES / "r50k_base.tiktoken"))
 
 
+def tiktoken_with(
+    name: str, ranks: dict[bytes, int], pattern: str, special_id: int
+) -> tiktoken.Encoding:
+    """tiktoken with ``ranks``, ``pattern`` and :data:`SPECIAL` as ``special_id``."""
+    return tiktoken.Encoding(
+        name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={SPECIAL: special_id}
+    )
+
+
 @cache
 def reference(pattern: str) -> tiktoken.Encoding:
     """tiktoken with r50k's ranks, ``pattern`` and one special token."""
-    return tiktoken.Encoding(
-        f"r50k_{PATTERNS.index(pattern)}",
-        pat_str=pattern,
-        mergeable_ranks=r50k_ranks(),
-        special_tokens={SPECIAL: 50256},
-    )
+    return tiktoken_with(f"r50k_{PATTERNS.index(pattern)}", r50k_ranks(), pattern, 50256)
 
 
 @cache
@@ -92,10 +96,15 @@ def check_pretokenize(pattern: str, text: str) -> None:
 
 def check_encode(pattern: str, text: str) -> None:
     """Both backends give tiktoken's ids and counts, special tokens allowed or not."""
-    tiktoken_encoding = reference(pattern)
+    check_encode_against(reference(pattern), subject(pattern), text)
+
+
+def check_encode_against(
+    tiktoken_encoding: tiktoken.Encoding, tokenizer: Tokenizer, text: str
+) -> None:
+    """:func:`check_encode` for any pair of equivalent encodings (another vocabulary, say)."""
     with_specials = tiktoken_encoding.encode(text, allowed_special="all")
     ordinary = tiktoken_encoding.encode_ordinary(text)
-    tokenizer = subject(pattern)
     for backend in (NATIVE, PYTHON):
         assert backend is not None
         with using_backend(backend.name):

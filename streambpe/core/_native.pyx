@@ -397,6 +397,19 @@ cdef class Pretokenizer:
 cdef size_t _SEARCH_WITH_GIL = 1 << 12
 
 
+cdef int _searched_tokens(tuple tokens, vector[vector[uint32_t]]& searched) except -1:
+    """Append each of ``tokens`` (non-empty strings, else ValueError) as code points."""
+    cdef vector[uint32_t] code_points
+    for token in tokens:
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
+        code_points.clear()
+        for char in <str>token:
+            code_points.push_back(<uint32_t>ord(char))
+        searched.push_back(code_points)
+    return 0
+
+
 def special_matches(str text not None, tuple tokens not None):
     """``(start, end, index)`` of each match of ``tokens`` in ``text``, without the GIL.
 
@@ -408,14 +421,7 @@ def special_matches(str text not None, tuple tokens not None):
     [(1, 4, 1), (6, 8, 0)]
     """
     cdef vector[vector[uint32_t]] searched
-    cdef vector[uint32_t] code_points
-    for token in tokens:
-        if not isinstance(token, str) or not token:
-            raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
-        code_points.clear()
-        for char in <str>token:
-            code_points.push_back(<uint32_t>ord(char))
-        searched.push_back(code_points)
+    _searched_tokens(tokens, searched)
     PyUnicode_READY(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* data = PyUnicode_DATA(text)
@@ -927,14 +933,7 @@ cdef class PieceEncoder:
             lengths.push_back(PyUnicode_GET_LENGTH(text))
             asciis.push_back(PyUnicode_IS_ASCII(text))
         cdef vector[vector[uint32_t]] searched
-        cdef vector[uint32_t] code_points
-        for token in special_tokens:
-            if not isinstance(token, str) or not token:
-                raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
-            code_points.clear()
-            for char in <str>token:
-                code_points.push_back(<uint32_t>ord(char))
-            searched.push_back(code_points)
+        _searched_tokens(special_tokens, searched)
         if len(special_ids) != len(special_tokens):
             raise ValueError("special_ids must give one id per special token")
         cdef list special_id_list = list(special_ids)
