@@ -26,18 +26,21 @@ encoder, so it is not a peer.
 A peer's ids are compared with tiktoken's on the benchmark text before it is
 timed; :func:`first_difference` says where two id lists part.
 
-Every timed round starts cold, as ours do: :func:`cold_peer_setup` builds a
-fresh peer before each round, outside the clock. fastokens keeps a piece cache
-per tokenizer with no way to empty it, so the peer that passed the ids check
-(or ran the round before) would answer every piece of the same text from
-memory: on 20 MB of prose that halves its time, and the ratio would set our
-cold cache against its warm one.
+Every timed round starts cold, as ours do, and in a process of its own:
+:func:`calls_in_fresh_process` builds the encoder in a freshly spawned
+process, outside the clock, and times its calls there. A fresh tokenizer in
+the same process is not enough: fastokens keeps its piece caches per thread of
+its own thread pool (``thread_local!`` in its ``bpe.rs``), not per tokenizer,
+so they outlive the tokenizer. After its ids check had encoded the 8 MiB of
+o200k code, a fresh fastokens tokenizer encoded the same text at 52-68 MiB/s
+where one in a new process ran at 16-25 MiB/s: its "cold" rows were warm.
 
 fastokens also spreads one long text over threads of its own: a fresh one
 encoding 8 MiB of o200k prose on this 2-CPU machine used 1.7 CPU-seconds per
-second. The single-thread groups therefore pin every thread of the process to
-one CPU (``one_cpu`` in ``test_bench_encode.py``) rather than trust a peer to
-run on one thread.
+second. The single-thread groups therefore pin the fresh process to one CPU
+before it imports anything (``cpu=`` of :func:`calls_in_fresh_process`), so
+every thread a peer starts inherits the pin, rather than trust a peer to run
+on one thread.
 
 >>> possessive_to_greedy(r" ?\\p{L}++|\\p{N}{1,3}+|[^\\r\\n]?+\\p{L}+|\\s++$")
 ' ?\\\\p{L}+|\\\\p{N}{1,3}|[^\\\\r\\\\n]?\\\\p{L}+|\\\\s+$'
@@ -49,9 +52,12 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
+import os
 import re
+import time
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,6 +66,8 @@ from types import ModuleType
 from typing import Any
 
 ENCODE_PEERS = ("fastokens", "splintr", "riptoken", "bpe_openai")
+#: Every encoder :func:`build_encoder` knows: ours, the reference and the peers.
+ENCODERS = ("streambpe", "tiktoken", *ENCODE_PEERS)
 
 # A quantifier (+, *, ?, {n}, {n,}, {n,m}) followed by "+" is possessive.
 _POSSESSIVE = re.compile(r"(\+|\*|\?|\{\d+(?:,\d*)?\})\+")
@@ -227,18 +235,178 @@ def build_encode_peer(
     return _BUILDERS[name](path, pattern, special_tokens)
 
 
-def cold_peer_setup(
-    name: str, path: str, pattern: str, special_tokens: dict[str, int], *args: Any
-) -> Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]:
-    """A pytest-benchmark ``setup``: a fresh peer ``name`` for each round, then ``args``.
+def _streambpe(
+    path: str, pattern: str, special_tokens: dict[str, int], backend: str | None
+) -> EncodePeer:
+    """Our ``Tokenizer``, its kernel for ``backend`` built here, before any clock starts."""
+    import streambpe
+    from streambpe.core import using_backend
 
-    The timed function receives the new peer first, so its caches start empty.
+    tokenizer = streambpe.Tokenizer.from_tiktoken(
+        path, pattern=pattern, special_tokens=special_tokens
+    )
+
+    def under_backend(call: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def run(argument: Any) -> Any:
+            with contextlib.nullcontext() if backend is None else using_backend(backend):
+                return call(argument)
+
+        return run
+
+    under_backend(lambda _: tokenizer.cache_info())(None)  # builds the backend's kernel
+    return EncodePeer(
+        "streambpe",
+        under_backend(tokenizer.encode),
+        under_backend(tokenizer.encode_ordinary),
+        under_backend(tokenizer.encode_batch),
+        "cold cache" if backend is None else f"cold cache, {backend}",
+    )
+
+
+def _tiktoken(path: str, pattern: str, special_tokens: dict[str, int]) -> EncodePeer:
+    """tiktoken itself over the ranks of ``path``: the reference, timed like the others."""
+    tiktoken = _import_peer("tiktoken", "tiktoken")
+    load = _import_peer("tiktoken.load", "tiktoken")
+    encoding = tiktoken.Encoding(
+        Path(path).name.removesuffix(".tiktoken"),
+        pat_str=pattern,
+        mergeable_ranks=load.load_tiktoken_bpe(path),
+        special_tokens=special_tokens,
+    )
+
+    def encode(text: str) -> list[int]:
+        return encoding.encode(text, allowed_special="all")  # type: ignore[no-any-return]
+
+    def encode_batch(texts: list[str]) -> list[list[int]]:
+        return encoding.encode_batch(texts, allowed_special="all")  # type: ignore[no-any-return]
+
+    return EncodePeer("tiktoken", encode, encoding.encode_ordinary, encode_batch, "8 threads")
+
+
+def build_encoder(
+    name: str,
+    path: str,
+    pattern: str,
+    special_tokens: dict[str, int],
+    backend: str | None = None,
+) -> EncodePeer:
+    """Any of :data:`ENCODERS`: ours (under ``backend``), tiktoken or a peer."""
+    if name == "streambpe":
+        return _streambpe(path, pattern, special_tokens, backend)
+    if name == "tiktoken":
+        return _tiktoken(path, pattern, special_tokens)
+    return build_encode_peer(name, path, pattern, special_tokens)
+
+
+#: What every encoder encodes once, untimed, before its timed calls.
+WARM_UP = "Hello, world! 123"
+
+
+@dataclass(frozen=True)
+class TimedCalls:
+    """What :func:`calls_in_fresh_process` measured, or why the encoder would not run."""
+
+    #: Wall time of each call, in order: the first one met an empty cache.
+    seconds: list[float]
+    #: :func:`ids_digest` of the last call's ids (flattened for ``encode_batch``).
+    digest: str
+    tokens: int
+    #: Set when the peer cannot be built or refused the input (bpe-openai's size limits).
+    refused: str | None = None
+
+
+def calls_in_fresh_process(
+    name: str,
+    path: str,
+    pattern: str,
+    special_tokens: dict[str, int],
+    method: str,
+    argument: str | list[str],
+    calls: int,
+    cpu: int | None = None,
+    backend: str | None = None,
+) -> TimedCalls:
+    """Build encoder ``name`` and time ``calls`` calls of ``method(argument)``.
+
+    Meant to run in a freshly spawned process (``peak_memory.run_in_child``),
+    so no cache of an earlier tokenizer, in any thread, can answer a piece.
+    With ``cpu`` the process is pinned to that CPU first, before any peer is
+    imported, so the threads a peer starts are pinned too.
     """
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    try:
+        encoder = build_encoder(name, path, pattern, special_tokens, backend)
+    except PeerUnavailable as exc:
+        return TimedCalls([], "", 0, refused=str(exc))
+    call = getattr(encoder, method)
+    # First-use setup (a thread pool, a lazily compiled regex) is loading, not
+    # encoding: as tiktoken's tables are built before its clock, it runs here,
+    # on a few words, before the first timed call.
+    try:
+        call(WARM_UP if method != "encode_batch" else [WARM_UP])
+    except ValueError as exc:
+        return TimedCalls([], "", 0, refused=f"{name} {method} refuses a short text: {exc}")
+    seconds: list[float] = []
+    result: Any = None
+    for _ in range(calls):
+        del result
+        started = time.perf_counter()
+        try:
+            result = call(argument)
+        except ValueError as exc:  # bpe-openai refuses a million characters or 200,000 ids
+            return TimedCalls(seconds, "", 0, refused=f"{name} {method} refuses the input: {exc}")
+        seconds.append(time.perf_counter() - started)
+    ids = [i for each in result for i in each] if method == "encode_batch" else result
+    return TimedCalls(seconds, ids_digest(ids), len(ids))
 
-    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return (build_encode_peer(name, path, pattern, special_tokens), *args), {}
 
-    return setup
+def rounds_in_fresh_processes(
+    name: str,
+    path: str,
+    pattern: str,
+    special_tokens: dict[str, int],
+    method: str,
+    argument: str | list[str],
+    *,
+    rounds: int,
+    calls: int = 1,
+    one_cpu: bool = False,
+    backend: str | None = None,
+) -> list[TimedCalls]:
+    """:func:`calls_in_fresh_process` in ``rounds`` spawned processes, one after the other.
+
+    Stops at the first round whose encoder refused (that round is returned
+    alone, with the reason). The memory sampler of ``run_in_child`` looks
+    only twice a second: it runs in this process, beside the timed one.
+    """
+    from peak_memory import run_in_child
+
+    cpu = single_cpu() if one_cpu else None
+    results: list[TimedCalls] = []
+    for _ in range(rounds):
+        measured = run_in_child(
+            calls_in_fresh_process,
+            name,
+            path,
+            pattern,
+            special_tokens,
+            method,
+            argument,
+            calls,
+            cpu,
+            backend,
+            interval=0.5,
+        )
+        if measured.result.refused is not None:
+            return [measured.result]
+        results.append(measured.result)
+    return results
+
+
+def single_cpu() -> int:
+    """The CPU a one-CPU measurement runs on: the lowest this process may use."""
+    return min(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
 
 
 def quicktok_unavailable_reason() -> str:

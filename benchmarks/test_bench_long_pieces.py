@@ -11,9 +11,10 @@ Three inputs of ``--bench-long-mb`` MiB (default 1) each:
 A naive BPE on a piece of n bytes costs O(n^2) (rescan all pairs per merge);
 these catch that. Each input is encoded with r50k and cl100k by tiktoken, by
 streambpe per kernel backend (a cleared piece cache every round) and by the
-peers fastokens and splintr (a fresh tokenizer every round, so their piece
-caches start empty too); every result is checked against tiktoken's ids before
-it is timed, so one group (``long-<input>-<encoding>``) holds all of them.
+peers (each round in a freshly spawned process, see
+``peers.calls_in_fresh_process``, so their piece caches start empty too:
+fastokens' outlive its tokenizers); every result is checked against
+tiktoken's ids, so one group (``long-<input>-<encoding>``) holds all of them.
 """
 
 from __future__ import annotations
@@ -24,14 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from peers import (
-    ENCODE_PEERS,
-    EncodePeer,
-    PeerUnavailable,
-    build_encode_peer,
-    cold_peer_setup,
-    first_difference,
-)
+from peers import ENCODE_PEERS, first_difference, ids_digest, rounds_in_fresh_processes
 
 if TYPE_CHECKING:
     from conftest import EncodingFiles, Report
@@ -162,21 +156,21 @@ def test_long_peer(
     files = encoding_files(name)
     text = long_inputs[kind]
     benchmark.group = _group(kind, name)
-    try:
-        peer = build_encode_peer(peer_name, str(files.path), files.pattern, files.special_tokens)
-    except PeerUnavailable as exc:
-        pytest.skip(str(exc))
-    try:
-        ids = peer.encode(text)
-    except ValueError as exc:  # bpe-openai refuses a million characters or 200,000 ids
-        pytest.skip(f"{peer_name} refuses the {len(text):,}-character {kind}: {exc}")
-    difference = first_difference(reference_ids(files, text), ids)
-    if difference is not None:
-        pytest.skip(f"{peer_name} ids differ from tiktoken's on {kind}: {difference}")
-    cold = cold_peer_setup(peer_name, str(files.path), files.pattern, files.special_tokens, text)
-
-    def encode(fresh: EncodePeer, text: str) -> list[int]:
-        return fresh.encode(text)
-
-    ids = benchmark.pedantic(report.timed(encode), setup=cold, rounds=ROUNDS)
-    report.finish(f"{peer_name} encode", ours=False, input_bytes=len(text), tokens=len(ids))
+    runs = benchmark.pedantic(
+        rounds_in_fresh_processes,
+        args=(peer_name, str(files.path), files.pattern, files.special_tokens, "encode", text),
+        kwargs={"rounds": ROUNDS},
+        rounds=1,
+        iterations=1,
+    )
+    if runs[0].refused is not None:  # bpe-openai refuses a million characters or 200,000 ids
+        pytest.skip(runs[0].refused)
+    if any(run.digest != ids_digest(reference_ids(files, text)) for run in runs):
+        pytest.skip(f"{peer_name} ids differ from tiktoken's on {kind}")
+    report.finish(
+        f"{peer_name} encode",
+        ours=False,
+        seconds=min(run.seconds[0] for run in runs),
+        input_bytes=len(text),
+        tokens=runs[0].tokens,
+    )
