@@ -134,7 +134,14 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const ui
         list->allocated = allocated;
     }
     PyObject** at = list->ob_item + size;
+    auto slot_of = [&](size_t output) {
+        return output < vocabulary ? &PyList_GET_ITEM(ids, output)
+                                   : &PyList_GET_ITEM(specials, output - vocabulary);
+    };
+    constexpr Py_ssize_t AHEAD = 8;
     for (Py_ssize_t index = 0; index < count; ++index) {
+        if (index + 2 * AHEAD < count) __builtin_prefetch(slot_of(outputs[index + 2 * AHEAD]));
+        if (index + AHEAD < count) __builtin_prefetch(id_of(outputs[index + AHEAD]), 1);
         PyObject* id = id_of(outputs[index]);
         Py_INCREF(id);
         at[index] = id;
