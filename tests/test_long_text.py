@@ -24,7 +24,7 @@ from streambpe import core
 from streambpe.cutting.specials import SpecialTokenScanner
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode import encoder as encoder_module
-from streambpe.encode.text_parts import part_specials, plan_parts
+from streambpe.encode.text_parts import part_specials, plan_parts, plan_parts_clear_of
 from streambpe.errors import ParameterError
 from streambpe.tokenizer import Tokenizer
 
@@ -64,6 +64,43 @@ def test_parts_cover_the_text_and_never_cut_a_special(
         assert start < end or len(text) == 0
         assert not any(first < start < last for first, last, _ in specials)
     assert sum(len(part_specials(specials, start, end)) for start, end in parts) == len(specials)
+
+
+# Special tokens with spaces inside (a safe cut can fall in one) and overlaps.
+SPACED_TOKENS = ["<x y>", "<x", "y> z", "zz"]
+spaced_texts = st.lists(
+    st.sampled_from(["<", "x", " ", "y", ">", "z", "<x y>", "ab", "  ", "\n", "é"]), max_size=80
+).map("".join)
+
+
+def _matches(text: str, offset: int = 0) -> list[tuple[int, int, str]]:
+    scanner = SpecialTokenScanner(SPACED_TOKENS)
+    return [(m.start + offset, m.end + offset, m.token) for m in scanner.matches(text)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(spaced_texts, st.integers(1, 12))
+def test_parts_clear_of_occurrences_find_the_whole_texts_special_tokens(
+    text: str, part_chars: int
+) -> None:
+    """Guards the threaded encode whose parts find their own special tokens."""
+    parts = plan_parts_clear_of(text, SPACED_TOKENS, part_chars=part_chars)
+    assert parts[0][0] == 0 and parts[-1][1] == len(text)
+    assert all(end == start for (_, end), (start, _) in pairwise(parts))
+    found = [match for start, end in parts for match in _matches(text[start:end], start)]
+    assert found == _matches(text)
+
+
+@needs_native
+@pytest.mark.usefixtures("small_thresholds")
+@settings(max_examples=150, deadline=None)
+@given(spaced_texts, st.integers(2, 4))
+def test_threads_find_special_tokens_with_spaces_as_one_call(text: str, threads: int) -> None:
+    tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [], SPACED_TOKENS)
+    with core.using_backend("python"):
+        expected = tokenizer.encode(text, threads=1)
+    with core.using_backend("native"):
+        assert tokenizer.encode(text, threads=threads) == expected
 
 
 @needs_native

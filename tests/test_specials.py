@@ -438,7 +438,7 @@ def test_many_specials_are_found_without_the_quick_check() -> None:
 
 
 @pytest.mark.parametrize("backend_name", core.available_backends())
-def test_encode_short_gives_the_general_paths_ids_or_declines(backend_name: str) -> None:
+def test_encode_with_specials_gives_the_general_paths_ids_or_declines(backend_name: str) -> None:
     """Guards the kernel method's contract on both backends.
 
     The compiled kernel recognizes the special tokens itself (leftmost
@@ -454,10 +454,12 @@ def test_encode_short_gives_the_general_paths_ids_or_declines(backend_name: str)
         backend = core.active_backend()
         kernel = backend.piece_encoder({bytes([i]): i for i in range(256)}, {}, 16)
         pretokenizer = backend.pretokenizer(GPT2)
-        assert kernel.encode_short("a</s", GPT2, pretokenizer, tokens, ids) == list(b"a</s")
-        assert kernel.encode_short("a</s", GPT2, pretokenizer, (), ()) == list(b"a</s")
-        for text in ("say <s>", "<s>x</s><s></s>s>", "<<s>xs>>", "</s>\U0001f600<s>x"):
-            found = kernel.encode_short(text, GPT2, pretokenizer, tokens, ids)
+        assert kernel.encode_with_specials("a</s", GPT2, pretokenizer, tokens, ids) == list(b"a</s")
+        assert kernel.encode_with_specials("a</s", GPT2, pretokenizer, (), ()) == list(b"a</s")
+        # The last is past the length from which the matcher runs without the GIL.
+        long_text = "ab <s>x</s>s> \u00e9" * 500
+        for text in ("say <s>", "<s>x</s><s></s>s>", "<<s>xs>>", "</s>\U0001f600<s>x", long_text):
+            found = kernel.encode_with_specials(text, GPT2, pretokenizer, tokens, ids)
             if backend_name == "python":
                 assert found is None
             else:

@@ -164,7 +164,7 @@ class PieceEncoder:
         if start < len(text):
             self.encode_pieces(pretokenizer.pieces(text[start:]), out)
 
-    def encode_short(
+    def encode_with_specials(
         self,
         text: str,
         pattern: Pretokenization,
@@ -174,18 +174,17 @@ class PieceEncoder:
     ) -> list[int] | None:
         """The ids of ``text``, each of ``special_tokens`` (id in ``special_ids``) recognized, or None.
 
-        ``Encoder.encode``'s usual call (a chat message) in one step. This
-        backend has no special-token matcher of its own (the compiled one
-        has): it answers a text with none of ``special_tokens`` and returns
-        None for the others, which the caller then encodes by its general
-        path.
+        ``Encoder.encode``'s usual call in one step. This backend has no
+        special-token matcher of its own (the compiled one has): it answers a
+        text with none of ``special_tokens`` and returns None for the others,
+        which the caller then encodes by its general path.
 
         >>> from streambpe.core.pretokenize import Pretokenizer
         >>> from streambpe.patterns import GPT2
         >>> pieces = PieceEncoder({bytes([i]): i for i in range(256)}, {}, cache_size=8)
-        >>> pieces.encode_short("ab", GPT2, Pretokenizer(GPT2), ("<s>",), (256,))
+        >>> pieces.encode_with_specials("ab", GPT2, Pretokenizer(GPT2), ("<s>",), (256,))
         [97, 98]
-        >>> pieces.encode_short("a<s>", GPT2, Pretokenizer(GPT2), ("<s>",), (256,)) is None
+        >>> pieces.encode_with_specials("a<s>", GPT2, Pretokenizer(GPT2), ("<s>",), (256,)) is None
         True
         """
         if any(token in text for token in special_tokens):

@@ -33,7 +33,12 @@ from streambpe.core.split_steps import Pretokenization, checked_steps
 from streambpe.cutting.specials import SpecialTokenScanner, validate_special_tokens
 from streambpe.cutting.splitter import StreamSplitter, bounded_chunks
 from streambpe.encode.decode_stream import DecodeStream
-from streambpe.encode.text_parts import cut_after, part_specials, plan_parts
+from streambpe.encode.text_parts import (
+    cut_after,
+    part_specials,
+    plan_parts,
+    plan_parts_clear_of,
+)
 from streambpe.encode.thread_kernels import ThreadKernels
 from streambpe.errors import ParameterError, UnknownTokenError
 from streambpe.patterns import GPT2, SPACE_SPLITTABLE_PATTERNS, resolve_pattern
@@ -379,26 +384,17 @@ class Encoder:
             quick_specials is not None
             and allowed_special is UNSET
             and disallowed_special is UNSET
-            and threads is None
-            and len(text) <= _QUICK_CHECK_CHARS
+            and (threads == 1 or (threads is None and len(text) < PARALLEL_MIN_CHARS))
         ):
-            # The usual call (a chat message): one kernel call finds the
-            # special tokens (the compiled kernel; the pure one declines a
-            # text that has any) and encodes. The steps of _run_with_policy
-            # in Python took as long as encoding a short message (1.2 of 1.8
-            # us for "hello there").
-            kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
+            # The usual call (a chat message or a document): one kernel call
+            # finds the special tokens (the compiled kernel; the pure one
+            # declines a text that has any) and encodes. The steps of
+            # _run_with_policy in Python took as long as encoding a short
+            # message (1.2 of 1.8 us for "hello there").
             try:
-                ids = kernels.piece_encoder().encode_short(
-                    text,
-                    self.pattern,
-                    kernels.pretokenizer,
-                    quick_specials,
-                    self._scanner_ids,
-                )
-                return ids if ids is not None else self._encode_with(self._scanner, text)
+                return self._encode_recognizing(self._scanner, text)
             except UnicodeEncodeError:
-                return self._encode_with(self._scanner, fix_surrogates(text))
+                return self._encode_recognizing(self._scanner, fix_surrogates(text))
         if (
             allowed_special is UNSET
             and disallowed_special is UNSET
@@ -406,15 +402,15 @@ class Encoder:
             and self.pipeline is None
             and len(text) < PARALLEL_MIN_CHARS
         ):
-            # A longer text, or one with many special tokens to look for: the
-            # steps of _run_with_policy, without its calls.
+            # Many special tokens to look for: the steps of _run_with_policy,
+            # without its calls.
             try:
                 return self._encode_with(self._scanner, text)
             except UnicodeEncodeError:
                 return self._encode_with(self._scanner, fix_surrogates(text))
         if threads is not None and threads < 1:
             raise ParameterError(f"threads must be at least 1, got {threads}")
-        run = self._encode_with
+        run = self._encode_recognizing
         if (
             len(text) >= PARALLEL_MIN_CHARS
             and threads != 1
@@ -441,18 +437,27 @@ class Encoder:
 
     def _encode_in_parts(self, scanner: SpecialTokenScanner, text: str, workers: int) -> list[int]:
         """``_encode_with`` on ``workers`` threads: the text cut where no piece crosses."""
-        specials = self._special_spans(scanner, text)
         # Two parts per thread, so a thread that drew easy text takes another.
         part_chars = max(len(text) // (2 * workers), PARALLEL_MIN_CHARS // 4)
-        parts = plan_parts(
-            text,
-            specials,
-            part_chars=part_chars,
-            space_cuts=self.space_cuts,
-        )
+        if self.space_cuts and self._kernel_finds(scanner):
+            # Each part finds its own special tokens: the cuts keep clear of
+            # every occurrence, so the parts find what the whole text holds,
+            # and no (start, end, id) tuple is made per special token.
+            parts = plan_parts_clear_of(text, scanner.tokens, part_chars=part_chars)
+            specials: list[SpecialSpan] | None = None
+        else:
+            specials = self._special_spans(scanner, text)
+            parts = plan_parts(
+                text,
+                specials,
+                part_chars=part_chars,
+                space_cuts=self.space_cuts,
+            )
 
         def encode_part(bounds: tuple[int, int]) -> list[int]:
             start, end = bounds
+            if specials is None:
+                return self._encode_recognizing(scanner, text[start:end])
             kernels = self._thread_kernels()
             out: list[int] = []
             kernels.piece_encoder().encode_text(
@@ -470,6 +475,42 @@ class Encoder:
             results = list(pool.map(encode_part, parts))
         # With the GIL held and both threads done: the one serial step left.
         return core.active_backend().join_id_lists(results)
+
+    def _kernel_finds(self, scanner: SpecialTokenScanner) -> bool:
+        """Whether the kernel finds ``scanner``'s special tokens itself (its compiled matcher)."""
+        return (
+            self.pipeline is None
+            and len(scanner.tokens) <= _QUICK_CHECK_TOKENS
+            and core.active_backend().special_matches is not None
+        )
+
+    def _encode_recognizing(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
+        """``_encode_with``, the kernel finding ``scanner``'s special tokens where it can.
+
+        The compiled kernel keeps the matches to itself (see
+        ``PieceEncoder.encode_with_specials``). A kernel without a matcher is
+        still asked first for a short text, which mostly holds none: it
+        declines one that has any, which then takes :meth:`_encode_with`.
+        """
+        if self._kernel_finds(scanner) or (
+            self.pipeline is None
+            and len(scanner.tokens) <= _QUICK_CHECK_TOKENS
+            and len(text) <= _QUICK_CHECK_CHARS
+        ):
+            kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
+            tokens = scanner.tokens
+            ids = kernels.piece_encoder().encode_with_specials(
+                text,
+                self.pattern,
+                kernels.pretokenizer,
+                tokens,
+                self._scanner_ids
+                if tokens is self._scanner.tokens
+                else tuple(self._special_ids[token] for token in tokens),
+            )
+            if ids is not None:
+                return ids
+        return self._encode_with(scanner, text)
 
     def _run_with_policy(
         self,

@@ -20,6 +20,7 @@ the whole text, and each part gets its own, shifted.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 from streambpe.core import SpecialSpan
@@ -64,10 +65,69 @@ def plan_parts(
     Each cut is :func:`cut_after` its nominal place. A text with no cut at
     all is one part.
     """
+    return _planned(
+        text,
+        part_chars,
+        lambda nominal: cut_after(text, specials, nominal, space_cuts=space_cuts),
+    )
+
+
+def cut_clear_of(text: str, tokens: Sequence[str], nominal: int) -> int:
+    """The first safe cut at or after ``nominal`` that no occurrence of ``tokens`` spans.
+
+    With no occurrence across it, the special tokens found on either side of
+    the cut are those found in the whole text (matching is leftmost first, so
+    a match that ends before the cut leaves the search there, and one that
+    starts after it is the first the right part finds). ``len(text)`` if
+    there is no such cut.
+
+    >>> cut_clear_of("ab <x y> cd", ["<x y>"], 4)
+    8
+    """
+    cut = next_safe_cut(text, nominal)
+    while cut < len(text):
+        past = _end_of_occurrences_across(text, tokens, cut)
+        if past == cut:
+            return cut
+        cut = next_safe_cut(text, past)
+    return len(text)
+
+
+def _end_of_occurrences_across(text: str, tokens: Sequence[str], cut: int) -> int:
+    """The furthest end of a leftmost occurrence of a token spanning ``cut``; ``cut`` if none.
+
+    An occurrence spans the cut if it starts before it and ends after it:
+    it lies within ``len(token) - 1`` characters of the cut on either side.
+    """
+    past = cut
+    for token in tokens:
+        found = text.find(token, max(0, cut - len(token) + 1), cut + len(token) - 1)
+        if 0 <= found < cut:
+            past = max(past, found + len(token))
+    return past
+
+
+def plan_parts_clear_of(
+    text: str, tokens: Sequence[str], *, part_chars: int
+) -> list[tuple[int, int]]:
+    """:func:`plan_parts` for parts that find their special tokens (``tokens``) themselves.
+
+    Each cut is :func:`cut_clear_of` its nominal place: only safe cuts, so
+    a text without one is a single part (:func:`plan_parts` also cuts at the
+    ends of special tokens, which it has found).
+
+    >>> plan_parts_clear_of("ab <x y> cd ef", ["<x y>"], part_chars=4)
+    [(0, 8), (8, 14)]
+    """
+    return _planned(text, part_chars, lambda nominal: cut_clear_of(text, tokens, nominal))
+
+
+def _planned(text: str, part_chars: int, cut_at: Callable[[int], int]) -> list[tuple[int, int]]:
+    """Parts of about ``part_chars``, each cut where ``cut_at`` moves its nominal place."""
     length = len(text)
     bounds = [0]
     while length - bounds[-1] > part_chars:
-        cut = cut_after(text, specials, bounds[-1] + part_chars, space_cuts=space_cuts)
+        cut = cut_at(bounds[-1] + part_chars)
         if cut >= length:
             break
         bounds.append(cut)
