@@ -924,24 +924,23 @@ cdef class PieceEncoder:
         for token_id in special_id_list:
             special_values.push_back(_u32_of(token_id, "special token id", None))
         cdef vector[vector[uint32_t]] searched
-        cdef vector[Match] found
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* data = PyUnicode_DATA(text)
         cdef size_t length = PyUnicode_GET_LENGTH(text)
-        # A special token's output number: past the vocabulary's, by token.
         cdef uint32_t first_special = <uint32_t>self.vocabulary.id_values.size()
-        cdef size_t match_index
         if present:
             _searched_tokens(tuple([special_tokens[index] for index in present]), searched)
             if length >= _SEARCH_WITH_GIL:
                 with nogil:
-                    find_matches_of_kind(kind, data, length, searched, found)
+                    _special_spans_of(
+                        kind, data, length, searched, first_special, special_starts,
+                        special_ends, special_outputs,
+                    )
             else:
-                find_matches_of_kind(kind, data, length, searched, found)
-            for match_index in range(found.size()):
-                special_starts.push_back(found[match_index].start)
-                special_ends.push_back(found[match_index].end)
-                special_outputs.push_back(first_special + found[match_index].token)
+                _special_spans_of(
+                    kind, data, length, searched, first_special, special_starts, special_ends,
+                    special_outputs,
+                )
         self._run_spans(
             text, scanned, table, out, _LIST, special_starts, special_ends, special_outputs,
             special_values, special_id_list,
@@ -999,30 +998,20 @@ cdef class PieceEncoder:
         cdef EncodeProblem problem
         cdef vector[uint32_t] outputs
         cdef vector[size_t] ends  # where each text's outputs end in ``outputs``
-        cdef vector[Match] found
         cdef vector[size_t] special_starts, special_ends
         cdef vector[uint32_t] special_outputs
         cdef size_t start, next_special, counted
         cdef Py_ssize_t index
-        cdef size_t match_index
         cdef cbool done
         cdef Py_ssize_t failed = -1
         self._enter()
         try:
             with nogil:
                 for index in range(count):
-                    special_starts.clear()
-                    special_ends.clear()
-                    special_outputs.clear()
-                    if searched.size() > 0:
-                        found.clear()
-                        find_matches_of_kind(
-                            kinds[index], buffers[index], lengths[index], searched, found
-                        )
-                        for match_index in range(found.size()):
-                            special_starts.push_back(found[match_index].start)
-                            special_ends.push_back(found[match_index].end)
-                            special_outputs.push_back(first_special + found[match_index].token)
+                    _special_spans_of(
+                        kinds[index], buffers[index], lengths[index], searched, first_special,
+                        special_starts, special_ends, special_outputs,
+                    )
                     start = 0
                     next_special = 0
                     counted = 0
@@ -1141,6 +1130,30 @@ cdef class PieceEncoder:
             self.clear_when_done = True
         else:
             self.state.get().cache().clear()
+
+
+cdef void _special_spans_of(
+    int kind, const void* data, size_t length, const vector[vector[uint32_t]]& searched,
+    uint32_t first_special, vector[size_t]& starts, vector[size_t]& ends,
+    vector[uint32_t]& outputs,
+) noexcept nogil:
+    """Replace ``starts``/``ends``/``outputs`` with the matches of ``searched`` in a str buffer.
+
+    Token ``k``'s matches get output number ``first_special + k``: special
+    token ids by token, past the vocabulary's (``_run_spans``).
+    """
+    cdef vector[Match] found
+    starts.clear()
+    ends.clear()
+    outputs.clear()
+    if searched.size() == 0:
+        return
+    find_matches_of_kind(kind, data, length, searched, found)
+    cdef size_t index
+    for index in range(found.size()):
+        starts.push_back(found[index].start)
+        ends.push_back(found[index].end)
+        outputs.push_back(first_special + found[index].token)
 
 
 cdef list _special_tuples(str text, tuple tokens, tuple ids, tuple present):

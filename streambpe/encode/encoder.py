@@ -146,9 +146,7 @@ class Encoder:
         # The special tokens that encode()'s one-call path checks for with
         # ``in``; None where there are too many for that (Llama 3 has 256).
         self._quick_specials: tuple[str, ...] | None = (
-            self._scanner.tokens
-            if pipeline is None and len(self._scanner.tokens) <= _QUICK_CHECK_TOKENS
-            else None
+            self._scanner.tokens if self._kernel_asked(self._scanner) else None
         )
         # The id of each of the scanner's tokens, in its order (for the kernel).
         self._scanner_ids = tuple(self._special_ids[token] for token in self._scanner.tokens)
@@ -478,11 +476,11 @@ class Encoder:
 
     def _kernel_finds(self, scanner: SpecialTokenScanner) -> bool:
         """Whether the kernel finds ``scanner``'s special tokens itself (its compiled matcher)."""
-        return (
-            self.pipeline is None
-            and len(scanner.tokens) <= _QUICK_CHECK_TOKENS
-            and core.active_backend().special_matches is not None
-        )
+        return self._kernel_asked(scanner) and core.active_backend().special_matches is not None
+
+    def _kernel_asked(self, scanner: SpecialTokenScanner) -> bool:
+        """Whether ``encode_with_specials`` may be given ``scanner``'s tokens: few, no pipeline."""
+        return self.pipeline is None and len(scanner.tokens) <= _QUICK_CHECK_TOKENS
 
     def _encode_recognizing(self, scanner: SpecialTokenScanner, text: str) -> list[int]:
         """``_encode_with``, the kernel finding ``scanner``'s special tokens where it can.
@@ -493,9 +491,7 @@ class Encoder:
         declines one that has any, which then takes :meth:`_encode_with`.
         """
         if self._kernel_finds(scanner) or (
-            self.pipeline is None
-            and len(scanner.tokens) <= _QUICK_CHECK_TOKENS
-            and len(text) <= _QUICK_CHECK_CHARS
+            self._kernel_asked(scanner) and len(text) <= _QUICK_CHECK_CHARS
         ):
             kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
             tokens = scanner.tokens
