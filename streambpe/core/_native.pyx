@@ -68,7 +68,7 @@ from streambpe.core._merge_loop_impl cimport MergeState
 from streambpe.core._native_glue cimport extend_ids, join_lists, piece_list, private_int
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
-    EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, TextEncoder, TokenBytes,
+    EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, SegmentStore, TextEncoder, TokenBytes,
 )
 from streambpe.core._specials_impl cimport Match, find_matches_of_kind
 from streambpe.core._pretokenize_impl cimport (
@@ -1117,6 +1117,17 @@ cdef class PieceEncoder:
         """``(hits, misses, maxsize, currsize)``; hits are lookups that ran no BPE."""
         cdef PieceCache* cache = &self.state.get().cache()
         return (cache.hits(), cache.misses(), self.cache_size, cache.size())
+
+    def segment_info(self):
+        """``(found, stored, bytes, generation_bytes)`` of the segment store.
+
+        Segments found and stored since the cache was last cleared, the bytes
+        the store holds, and the bound of one of its two generations (0: no
+        store, below 4,096 cache entries). The compiled kernel's own figures,
+        for tests and diagnostics; the pure-Python kernel has no such store.
+        """
+        cdef SegmentStore* segments = &self.state.get().cache().segments()
+        return (segments.found(), segments.stored(), segments.bytes(), segments.generation_bytes())
 
     def clear_cache(self):
         """Drop every cached piece and zero the counts.

@@ -26,6 +26,7 @@
 
 #include "_hash_table.hpp"
 #include "_pretokenize_impl.hpp"
+#include "_segment_store.hpp"
 
 namespace streambpe {
 
@@ -806,10 +807,17 @@ private:
 // the entries (at most 16,384) answers the most repeated pieces; its entries
 // count towards maxsize. It holds copies, so it is not counted in size(); a
 // hit there is a hit like any other.
+//
+// Beside them, from 4,096 entries up, a SegmentStore keeps the outputs of
+// whole stretches of text, 32 bytes of it per entry of maxsize in each of its
+// two generations (16 MiB each by default). It too holds copies and is not
+// counted in size(); a segment found there counts a hit for each of its
+// pieces, so hits + misses is still the number of pieces encoded.
 class PieceCache {
 public:
     explicit PieceCache(size_t maxsize)
         : maxsize_(maxsize),
+          segments_(maxsize < HOT_MIN_ENTRIES ? 0 : SEGMENT_BYTES_PER_ENTRY * maxsize),
           hot_(hot_slots(maxsize)),
           narrow_(narrow_entries(maxsize)),
           middle_(main_entries(maxsize) - narrow_entries(maxsize) - wide_entries(maxsize)),
@@ -865,6 +873,7 @@ public:
     }
 
     void clear() {
+        segments_.clear();
         hot_.clear();
         narrow_.clear();
         middle_.clear();
@@ -875,6 +884,10 @@ public:
     // Counts a lookup answered without the cache and without BPE (a piece that
     // is itself a token), so hits still mean "lookups that ran no BPE".
     void count_hit() { ++hits_; }
+    // Counts the pieces of a segment the segment store answered.
+    void count_hits(size_t pieces) { hits_ += pieces; }
+
+    SegmentStore& segments() { return segments_; }
 
     size_t hits() const { return hits_; }
     size_t misses() const { return misses_; }
@@ -893,6 +906,7 @@ private:
     static_assert(Middle::AREA >= 11 * 5, "a piece of eleven bytes and eleven ids fits a middle line");
 
     static constexpr size_t HOT_MIN_ENTRIES = 4096;
+    static constexpr size_t SEGMENT_BYTES_PER_ENTRY = 32;
     static constexpr size_t HOT_MAX_SLOTS = 16384;
     static size_t hot_slots(size_t maxsize) {
         if (maxsize < HOT_MIN_ENTRIES) return 0;
@@ -906,6 +920,7 @@ private:
     static size_t wide_entries(size_t maxsize) { return main_entries(maxsize) / 16; }
 
     size_t maxsize_;
+    SegmentStore segments_;
     HotStore hot_;
     Narrow narrow_;
     Middle middle_;
@@ -1000,23 +1015,17 @@ public:
                               int unit_size, const void* data, size_t length, bool ascii,
                               std::vector<uint32_t>& out, size_t from, size_t budget,
                               bool count_only) {
-        if (ascii || pattern.kind == pretokenize::Builtin::COMPILED || !table.standard_ascii()) {
+        if (pattern.kind == pretokenize::Builtin::COMPILED || !table.standard_ascii()) {
             return encode_units(pattern, table, unit_size, data, length, ascii, out, from, budget,
                                 count_only);
         }
-        switch (unit_size) {
-            case 1:
-                return encode_stretches(pattern, table, static_cast<const uint8_t*>(data), length,
-                                        out, from, budget, count_only);
-            case 2:
-                return encode_stretches(pattern, table, static_cast<const uint16_t*>(data), length,
-                                        out, from, budget, count_only);
-            case 4:
-                return encode_stretches(pattern, table, static_cast<const uint32_t*>(data), length,
-                                        out, from, budget, count_only);
-            default:
-                throw std::invalid_argument("unit size must be 1, 2 or 4");
+        if (count_only || !cache_.segments().enabled() || length - from < SEGMENT_MIN_UNITS) {
+            return encode_builtin(pattern, table, unit_size, data, length, ascii, out, from, budget,
+                                  count_only);
         }
+        return with_units(unit_size, data, [&](auto units) {
+            return encode_segments(pattern, table, units, length, ascii, out, from, budget);
+        });
     }
 
 private:
@@ -1055,6 +1064,150 @@ private:
         done.stopped = position;
         done.counted = counted;
         return done;
+    }
+
+    // Segments: at least this many code units, cut at the first safe cut
+    // after that, and at most this many bytes. Long enough that a lookup
+    // costs little beside the pieces it spares, short enough that text
+    // encoded again after a change, or a conversation encoded again with a
+    // new turn, is found up to near the change.
+    static constexpr size_t SEGMENT_MIN_UNITS = 2048;
+    static constexpr size_t SEGMENT_MAX_BYTES = size_t(64) << 10;
+
+    // encode_text under a built-in pattern, without the segment store: a
+    // text with characters beyond ASCII goes stretch by stretch.
+    EncodeProblem encode_builtin(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
+                                 int unit_size, const void* data, size_t length, bool ascii,
+                                 std::vector<uint32_t>& out, size_t from, size_t budget,
+                                 bool count_only) {
+        if (ascii) {
+            return encode_units(pattern, table, 1, data, length, true, out, from, budget,
+                                count_only);
+        }
+        return with_units(unit_size, data, [&](auto units) {
+            return encode_stretches(pattern, table, units, length, out, from, budget, count_only);
+        });
+    }
+
+    // ``work(units)`` with ``data`` as a pointer to code units of
+    // ``unit_size`` bytes, the type the templates below are made for.
+    template <class Work>
+    static EncodeProblem with_units(int unit_size, const void* data, Work&& work) {
+        switch (unit_size) {
+            case 1:
+                return work(static_cast<const uint8_t*>(data));
+            case 2:
+                return work(static_cast<const uint16_t*>(data));
+            case 4:
+                return work(static_cast<const uint32_t*>(data));
+            default:
+                throw std::invalid_argument("unit size must be 1, 2 or 4");
+        }
+    }
+
+    // encode_text under a built-in pattern, a segment at a time (see
+    // SegmentStore): each segment from the store, or else encoded and kept.
+    template <class Unit>
+    EncodeProblem encode_segments(pretokenize::Pattern pattern,
+                                  const pretokenize::ClassTable& table, const Unit* units,
+                                  size_t length, bool ascii, std::vector<uint32_t>& out,
+                                  size_t from, size_t budget) {
+        constexpr size_t max_units = SEGMENT_MAX_BYTES / sizeof(Unit);
+        size_t position = from;
+        while (position < length) {
+            const size_t end = pretokenize::next_segment_end(table, units, position, length,
+                                                             SEGMENT_MIN_UNITS, max_units);
+            // A run with no safe cut is encoded as usual, within the budget.
+            const EncodeProblem part =
+                end == pretokenize::NO_CUT
+                    ? encode_builtin(pattern, table, int(sizeof(Unit)), units, length, ascii, out,
+                                     position, budget, false)
+                    : encode_segment(pattern, table, units, position, end, ascii, out);
+            if (part.outcome != EncodeOutcome::OK) return part;
+            position = part.stopped;
+            if (out.size() >= budget) break;
+        }
+        EncodeProblem done;
+        done.stopped = position;
+        return done;
+    }
+
+    // Appends the outputs of units [start, end), a segment, from the store or
+    // else by encoding it and storing the result. Its outputs depend on its
+    // units alone: a piece starts at ``start``, and ``end`` is a safe cut or
+    // the end of the scan, so scanning the segment alone gives the pieces it
+    // has in any text.
+    template <class Unit>
+    EncodeProblem encode_segment(pretokenize::Pattern pattern, const pretokenize::ClassTable& table,
+                                 const Unit* units, size_t start, size_t end, bool ascii,
+                                 std::vector<uint32_t>& out) {
+        int key_unit_size = 0;
+        bool key_ascii = false;
+        const uint8_t* key = segment_key(units, start, end, key_unit_size, key_ascii);
+        const size_t n = (end - start) * size_t(key_unit_size);
+        const uint64_t hash = hash_bytes(key, n);
+        SegmentStore& segments = cache_.segments();
+        SegmentStore::Found found;
+        if (segments.find(key, n, key_unit_size, hash, found)) {
+            // Not out.insert: a second call site of that template made GCC
+            // stop inlining it into flush(), where it copies every hot-store
+            // hit (measured: a fifth more time for a cold encode of code).
+            const size_t at = out.size();
+            out.resize(at + found.count);
+            std::memcpy(out.data() + at, found.outputs, 4 * found.count);
+            cache_.count_hits(found.pieces);
+            EncodeProblem done;
+            done.stopped = end;
+            return done;
+        }
+        const size_t first = out.size();
+        const size_t lookups = cache_.hits() + cache_.misses();
+        EncodeProblem part;
+        if (key_ascii && !ascii) {
+            // An ASCII segment of a wider str: its key is its own UTF-8, so
+            // it is scanned there, as one stretch (see encode_stretches).
+            part = encode_units(pattern, table, 1, key, end - start, true, out, 0, SIZE_MAX, false);
+            part.position += start;
+            part.stopped += start;
+        } else {
+            part = encode_builtin(pattern, table, int(sizeof(Unit)), units, end, ascii, out, start,
+                                  SIZE_MAX, false);
+        }
+        if (part.outcome == EncodeOutcome::OK) {
+            segments.put(key, n, key_unit_size, hash, out.data() + first, out.size() - first,
+                         cache_.hits() + cache_.misses() - lookups);
+        }
+        return part;
+    }
+
+    // Units [start, end) in the narrowest units that hold them all (1, 2 or
+    // 4 bytes, set in ``unit_size``; ``ascii`` says all are below 0x80): in
+    // place when that is their own width, else copied to segment_key_.
+    // Python stores a whole str in the width of its widest character, so one
+    // emoji added to a conversation widens all of it; narrowed, its segments
+    // keep their keys, and take half or a quarter of the memory in the store.
+    template <class Unit>
+    const uint8_t* segment_key(const Unit* units, size_t start, size_t end, int& unit_size,
+                               bool& ascii) {
+        Unit widest = 0;  // all the units' bits: below 2**k exactly when every unit is
+        for (size_t i = start; i < end; ++i) widest |= units[i];
+        const int width = widest < 0x100 ? 1 : widest < 0x10000 ? 2 : 4;
+        unit_size = width;
+        ascii = widest < 0x80;
+        if (size_t(width) == sizeof(Unit)) return reinterpret_cast<const uint8_t*>(units + start);
+        const size_t count = end - start;
+        segment_key_.resize(count);
+        // Through restrict pointers: a byte store may alias anything, and
+        // the copy reloaded the vector's pointer for every unit, unvectorized.
+        const Unit* __restrict from = units + start;
+        if (width == 1) {
+            uint8_t* __restrict to = reinterpret_cast<uint8_t*>(segment_key_.data());
+            for (size_t i = 0; i < count; ++i) to[i] = uint8_t(from[i]);
+        } else {
+            uint16_t* __restrict to = segment_key_.data();
+            for (size_t i = 0; i < count; ++i) to[i] = uint16_t(from[i]);
+        }
+        return reinterpret_cast<const uint8_t*>(segment_key_.data());
     }
 
     // Units [start, end), all below 0x80, as bytes: in place for a one-byte
@@ -1179,6 +1332,7 @@ private:
     std::vector<Pending> batch_;    // pieces scanned, not yet encoded
     pretokenize::ByteBuffer utf8_;  // the UTF-8 of the batch's pieces (non-ASCII text)
     pretokenize::ByteBuffer narrow_;  // an ASCII stretch of a wider str, as bytes
+    std::vector<uint16_t> segment_key_;  // a segment's units, narrowed (segment_key)
 };
 
 // ------------------------------------------------------------ decoding

@@ -21,7 +21,14 @@ cdef extern from "_piece_encoder_impl.hpp" namespace "streambpe" nogil:
         const uint8_t* unit_bytes(uint32_t unit)
         size_t unit_length(uint32_t unit)
 
+    cdef cppclass SegmentStore:
+        size_t found()
+        size_t stored()
+        size_t bytes()
+        size_t generation_bytes()
+
     cdef cppclass PieceCache:
+        SegmentStore& segments()
         void clear()
         size_t hits()
         size_t misses()

@@ -797,6 +797,37 @@ Stretch next_stretch(const ClassTable& table, const Unit* units, size_t position
     return {length, false};
 }
 
+// True when the text may be cut before `i` (2 <= i) without changing any
+// piece of a built-in pattern: both rules of cutting/rule.py, for any
+// characters. A space after a character that is not \s, or a letter after
+// a newline that follows a character that is not \s. The classes are the
+// pattern's own (the table's), where the Python rule uses str.isspace and
+// str.isalpha, which can only miss a cut.
+template <class Unit>
+bool is_safe_cut(const ClassTable& table, const Unit* units, size_t i) {
+    if (units[i] == 0x20) return (table(units[i - 1]) & SPACE) == 0;
+    return units[i - 1] == 0x0A && (table(units[i - 2]) & SPACE) == 0 &&
+           (table(units[i]) & LETTER) != 0;
+}
+
+// Where a segment that starts at `position` (where a piece starts) ends,
+// under the same conditions as next_stretch: at the first safe cut at least
+// `min_units` (2 or more) on, looked for up to `max_units` on; at `length`
+// if the text ends before that bound; else NO_CUT (a run without a safe
+// cut, which no segment covers).
+constexpr size_t NO_CUT = SIZE_MAX;
+
+template <class Unit>
+size_t next_segment_end(const ClassTable& table, const Unit* units, size_t position,
+                        size_t length, size_t min_units, size_t max_units) {
+    if (length - position <= min_units) return length;
+    const size_t bound = length - position > max_units ? position + max_units : length;
+    for (size_t cut = position + min_units; cut < bound; ++cut) {
+        if (is_safe_cut(table, units, cut)) return cut;
+    }
+    return bound == length ? length : NO_CUT;
+}
+
 }  // namespace pretokenize
 }  // namespace streambpe
 
