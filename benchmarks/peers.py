@@ -315,6 +315,24 @@ class TimedCalls:
     refused: str | None = None
 
 
+def _pinned_encoder(
+    name: str,
+    path: str,
+    pattern: str,
+    special_tokens: dict[str, int],
+    cpu: int | None,
+    backend: str | None,
+) -> EncodePeer:
+    """Pin this process to ``cpu`` (unless None), then :func:`build_encoder`.
+
+    Pinned first, before any peer is imported, so the threads a peer starts
+    are pinned too.
+    """
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    return build_encoder(name, path, pattern, special_tokens, backend)
+
+
 def calls_in_fresh_process(
     name: str,
     path: str,
@@ -333,10 +351,8 @@ def calls_in_fresh_process(
     With ``cpu`` the process is pinned to that CPU first, before any peer is
     imported, so the threads a peer starts are pinned too.
     """
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
     try:
-        encoder = build_encoder(name, path, pattern, special_tokens, backend)
+        encoder = _pinned_encoder(name, path, pattern, special_tokens, cpu, backend)
     except PeerUnavailable as exc:
         return TimedCalls([], "", 0, refused=str(exc))
     call = getattr(encoder, method)
@@ -358,6 +374,40 @@ def calls_in_fresh_process(
             return TimedCalls(seconds, "", 0, refused=f"{name} {method} refuses the input: {exc}")
         seconds.append(time.perf_counter() - started)
     ids = [i for each in result for i in each] if method == "encode_batch" else result
+    return TimedCalls(seconds, ids_digest(ids), len(ids))
+
+
+def conversation_in_fresh_process(
+    name: str,
+    path: str,
+    pattern: str,
+    special_tokens: dict[str, int],
+    turns: list[str],
+    cpu: int | None = None,
+    backend: str | None = None,
+) -> TimedCalls:
+    """Build encoder ``name`` and time ``encode_ordinary`` of a conversation, turn by turn.
+
+    At turn ``k`` the first ``k`` turns, joined, are encoded: a chat server
+    re-encodes the history with every request. ``seconds`` holds each
+    turn's time; the digest is of the whole conversation's ids. Like
+    :func:`calls_in_fresh_process`, meant for a freshly spawned process.
+    """
+    try:
+        encoder = _pinned_encoder(name, path, pattern, special_tokens, cpu, backend)
+    except PeerUnavailable as exc:
+        return TimedCalls([], "", 0, refused=str(exc))
+    encoder.encode_ordinary(WARM_UP)
+    seconds: list[float] = []
+    ids: list[int] = []
+    for turn in range(1, len(turns) + 1):
+        conversation = "".join(turns[:turn])
+        started = time.perf_counter()
+        try:
+            ids = encoder.encode_ordinary(conversation)
+        except ValueError as exc:
+            return TimedCalls(seconds, "", 0, refused=f"{name} refuses the conversation: {exc}")
+        seconds.append(time.perf_counter() - started)
     return TimedCalls(seconds, ids_digest(ids), len(ids))
 
 
