@@ -261,12 +261,16 @@ class Encoder:
         """Piece-cache hits, misses and size, added up over the threads' caches.
 
         Each thread that encodes has a cache of its own, of ``cache_size``
-        entries; this counts the active backend's.
+        entries; this counts the active backend's. The compiled backend also
+        answers text it has seen twice from a segment store beside the cache
+        (``docs/design.md``, "Text encoded again"): each piece of a segment
+        found there counts as a hit, so hits + misses is still the number of
+        pieces encoded.
         """
         return CacheInfo(*self._thread_kernels().cache_info())
 
     def clear_cache(self) -> None:
-        """Empty the piece caches and zero their counts (for cold-cache measurements)."""
+        """Empty the piece caches (and segment stores) and zero their counts, for cold measurements."""
         for kernels in list(self._kernels.values()):
             kernels.clear_caches()
 
