@@ -44,7 +44,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import add
@@ -779,6 +779,29 @@ def source_code_text(size_chars: int) -> str:
             if total >= size_chars:
                 break
     return "".join(parts)[:size_chars]
+
+
+def seeded_windows(
+    text: str, count: int, chooser: random.Random, size_of: Callable[[random.Random], int]
+) -> list[str]:
+    """``count`` windows of ``text``, each ``size_of(chooser)`` UTF-8 bytes at a random start.
+
+    A window cut to its size in bytes loses at most 3 bytes of a split
+    character. The chat strings and the turns of a conversation the
+    benchmarks encode are such windows of the prose.
+
+    >>> [len(window) for window in seeded_windows("abcdef", 3, random.Random(1), lambda _: 2)]
+    [2, 2, 2]
+    >>> seeded_windows("ééé", 1, random.Random(1), lambda _: 3)  # 3 bytes: one é and a half
+    ['é']
+    """
+    windows: list[str] = []
+    for _ in range(count):
+        size = size_of(chooser)
+        start = chooser.randrange(0, max(1, len(text) - size))
+        window = text[start : start + size].encode("utf-8")[:size]
+        windows.append(window.decode("utf-8", errors="ignore"))
+    return windows
 
 
 def main(argv: Sequence[str] | None = None) -> int:

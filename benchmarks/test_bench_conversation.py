@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from corpus import DEFAULT_SPECIAL
+from corpus import DEFAULT_SPECIAL, seeded_windows
 from peers import TimedCalls, conversation_in_fresh_process, ids_digest, single_cpu
 
 if TYPE_CHECKING:
@@ -45,13 +45,8 @@ def o200k(encoding_files: Callable[[str], EncodingFiles]) -> EncodingFiles:
 def turns(encode_text: str, pytestconfig: pytest.Config) -> list[str]:
     text = encode_text.replace(DEFAULT_SPECIAL, "\n")
     chooser = random.Random(pytestconfig.getoption("--bench-seed") + 40)
-    chosen: list[str] = []
-    for number in range(TURNS):
-        size = chooser.randrange(1000, 4000)
-        start = chooser.randrange(0, max(1, len(text) - size))
-        window = text[start : start + size].encode("utf-8")[:size].decode("utf-8", "ignore")
-        chosen.append(f"\n\nturn {number}: {window}")
-    return chosen
+    windows = seeded_windows(text, TURNS, chooser, lambda chooser: chooser.randrange(1000, 4000))
+    return [f"\n\nturn {number}: {window}" for number, window in enumerate(windows)]
 
 
 @pytest.fixture(scope="module")

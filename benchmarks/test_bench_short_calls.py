@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from corpus import DEFAULT_SPECIAL
+from corpus import DEFAULT_SPECIAL, seeded_windows
 from peers import PeerUnavailable, build_encode_peer
 
 if TYPE_CHECKING:
@@ -43,12 +43,12 @@ def o200k(encoding_files: Callable[[str], EncodingFiles]) -> EncodingFiles:
 def chat_strings(encode_text: str, pytestconfig: pytest.Config) -> dict[str, list[str]]:
     text = encode_text.replace(DEFAULT_SPECIAL, "\n")
     chooser = random.Random(pytestconfig.getoption("--bench-seed") + 25)
-    plain: list[str] = []
-    for _ in range(SHORT_CALLS):
-        size = min(2000, max(20, int(chooser.lognormvariate(5.2, 0.8))))
-        start = chooser.randrange(0, max(1, len(text) - size))
-        window = text[start : start + size].encode("utf-8")[:size]
-        plain.append(window.decode("utf-8", errors="ignore"))
+    plain = seeded_windows(
+        text,
+        SHORT_CALLS,
+        chooser,
+        lambda chooser: min(2000, max(20, int(chooser.lognormvariate(5.2, 0.8)))),
+    )
     specials = [
         f"{string[: len(string) // 2]}{DEFAULT_SPECIAL}{string[len(string) // 2 :]}"
         if index % 4 == 0

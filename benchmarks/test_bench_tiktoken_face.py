@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from corpus import DEFAULT_SPECIAL
+from corpus import DEFAULT_SPECIAL, seeded_windows
 from peers import ids_digest
 
 if TYPE_CHECKING:
@@ -77,14 +77,7 @@ def chat_strings(encode_text: str, pytestconfig: pytest.Config) -> list[str]:
     """10,000 seeded windows of the text, 20 to 2,000 UTF-8 bytes each, no special tokens."""
     text = encode_text.replace(DEFAULT_SPECIAL, "\n")
     chooser = random.Random(pytestconfig.getoption("--bench-seed") + 23)
-    strings: list[str] = []
-    for _ in range(SHORT_CALLS):
-        # A window cut to ``size`` bytes loses at most 3 bytes of a split character.
-        size = chooser.randint(23, 2000)
-        start = chooser.randrange(0, max(1, len(text) - size))
-        window = text[start : start + size].encode("utf-8")[:size]
-        strings.append(window.decode("utf-8", errors="ignore"))
-    return strings
+    return seeded_windows(text, SHORT_CALLS, chooser, lambda chooser: chooser.randint(23, 2000))
 
 
 @pytest.fixture(scope="module")

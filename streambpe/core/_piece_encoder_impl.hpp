@@ -1023,7 +1023,7 @@ public:
             return encode_builtin(pattern, table, unit_size, data, length, ascii, out, from, budget,
                                   count_only);
         }
-        return with_units(unit_size, data, [&](auto units) {
+        return pretokenize::with_unit_type(unit_size, data, [&](auto units) {
             return encode_segments(pattern, table, units, length, ascii, out, from, budget);
         });
     }
@@ -1084,25 +1084,9 @@ private:
             return encode_units(pattern, table, 1, data, length, true, out, from, budget,
                                 count_only);
         }
-        return with_units(unit_size, data, [&](auto units) {
+        return pretokenize::with_unit_type(unit_size, data, [&](auto units) {
             return encode_stretches(pattern, table, units, length, out, from, budget, count_only);
         });
-    }
-
-    // ``work(units)`` with ``data`` as a pointer to code units of
-    // ``unit_size`` bytes, the type the templates below are made for.
-    template <class Work>
-    static EncodeProblem with_units(int unit_size, const void* data, Work&& work) {
-        switch (unit_size) {
-            case 1:
-                return work(static_cast<const uint8_t*>(data));
-            case 2:
-                return work(static_cast<const uint16_t*>(data));
-            case 4:
-                return work(static_cast<const uint32_t*>(data));
-            default:
-                throw std::invalid_argument("unit size must be 1, 2 or 4");
-        }
     }
 
     // encode_text under a built-in pattern, a segment at a time (see

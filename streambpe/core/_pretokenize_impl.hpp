@@ -542,24 +542,32 @@ size_t scan_pieces(Pattern pattern, const ClassTable& table, const Unit* text, s
     return length;
 }
 
+// ``work(units)`` with ``data`` as a pointer to the code units of a str
+// buffer of ``unit_size`` bytes a unit (1, 2 or 4): the one place a unit
+// size becomes the type the templates are instantiated for.
+template <class Work>
+auto with_unit_type(int unit_size, const void* data, Work&& work)
+    -> decltype(work(static_cast<const uint8_t*>(data))) {
+    switch (unit_size) {
+        case 1:
+            return work(static_cast<const uint8_t*>(data));
+        case 2:
+            return work(static_cast<const uint16_t*>(data));
+        case 4:
+            return work(static_cast<const uint32_t*>(data));
+        default:
+            throw std::invalid_argument("unit size must be 1, 2 or 4");
+    }
+}
+
 // Entry points for callers that cannot pass a C++ callable (Cython): the text
 // is `length` code units of `unit_size` bytes (1, 2 or 4) at `data`.
 template <class Emit>
 size_t scan_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_size,
                            const void* data, size_t length, Emit&& emit, size_t from = 0) {
-    switch (unit_size) {
-        case 1:
-            return scan_pieces(pattern, table, static_cast<const uint8_t*>(data), length, emit,
-                               from);
-        case 2:
-            return scan_pieces(pattern, table, static_cast<const uint16_t*>(data), length, emit,
-                               from);
-        case 4:
-            return scan_pieces(pattern, table, static_cast<const uint32_t*>(data), length, emit,
-                               from);
-        default:
-            throw std::invalid_argument("unit size must be 1, 2 or 4");
-    }
+    return with_unit_type(unit_size, data, [&](auto units) {
+        return scan_pieces(pattern, table, units, length, emit, from);
+    });
 }
 
 // scan_pieces_of_kind for a caller that reads the pieces' characters: `emit`
@@ -571,21 +579,11 @@ size_t scan_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_si
 template <class Emit>
 size_t scan_typed_pieces_of_kind(Pattern pattern, const ClassTable& table, int unit_size,
                                  const void* data, size_t length, Emit&& emit, size_t from = 0) {
-    auto scan = [&](auto units) {
+    return with_unit_type(unit_size, data, [&](auto units) {
         return scan_pieces(
             pattern, table, units, length,
             [&](size_t start, size_t end) { return emit(units, start, end); }, from);
-    };
-    switch (unit_size) {
-        case 1:
-            return scan(static_cast<const uint8_t*>(data));
-        case 2:
-            return scan(static_cast<const uint16_t*>(data));
-        case 4:
-            return scan(static_cast<const uint32_t*>(data));
-        default:
-            throw std::invalid_argument("unit size must be 1, 2 or 4");
-    }
+    });
 }
 
 // A growing byte buffer that is written through a pointer: appending a
