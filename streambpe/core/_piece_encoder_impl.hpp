@@ -4,9 +4,12 @@
 //   TokenTable    every byte string the encoder knows -> what it is (a token
 //                 id, a BPE unit, or both), one cache line per lookup;
 //   PieceMerger   rank-based BPE on one piece (the results of bpe.merge_piece);
-//   PieceCache    a bounded, set-associative cache from piece bytes to ids;
+//   PieceCache    a bounded, set-associative cache from piece bytes to ids,
+//                 with a SegmentStore (_segment_store.hpp) of whole stretches
+//                 of text seen twice;
 //   TextEncoder   scans a str buffer with the built-in pattern scanner and
-//                 sends each piece through the three above.
+//                 sends each piece through the three above, or answers a
+//                 stretch from the segment store.
 //
 // A PieceMerger is immutable once built, so one copy serves every thread.
 // A TextEncoder owns its cache and scratch space: one per thread. Nothing

@@ -9,8 +9,9 @@
 //
 // A segment starts where a piece starts and ends at a safe cut (or where the
 // scan ends), so its outputs depend on its code units alone: see
-// TextEncoder::encode_segments. The key is the segment's code units as they
-// lie in the str buffer, with their size, compared in full on every hit.
+// TextEncoder::encode_segments. The key is the segment's code units in the
+// narrowest width that holds them all (TextEncoder::segment_key), with that
+// width, compared in full on every hit; the hash only finds the candidate.
 //
 // A segment is kept the second time it is seen, not the first: most text is
 // encoded once (a file, a corpus), and copying all of its outputs into the
