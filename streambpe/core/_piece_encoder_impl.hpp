@@ -1130,7 +1130,9 @@ private:
                                  std::vector<uint32_t>& out) {
         int key_unit_size = 0;
         bool key_ascii = false;
-        const uint8_t* key = segment_key(units, start, end, key_unit_size, key_ascii);
+        const uint8_t* key = ascii ? reinterpret_cast<const uint8_t*>(units + start)
+                                   : segment_key(units, start, end, key_unit_size, key_ascii);
+        if (ascii) key_unit_size = 1;  // an ASCII str is its own narrowest key
         const size_t n = (end - start) * size_t(key_unit_size);
         const uint64_t hash = hash_bytes(key, n);
         SegmentStore& segments = cache_.segments();
