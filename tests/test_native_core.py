@@ -438,28 +438,55 @@ def test_merge_long_piece_matches_merge_piece(
         assert merge_long_piece(piece, ranks, below=below) == merge_piece(piece, ranks, below=below)
 
 
-def test_join_id_lists_moves_unshared_parts_and_copies_shared_ones() -> None:
+@pytest.mark.parametrize(
+    "long_parts", [False, True], ids=["short", "long (copied without the GIL)"]
+)
+def test_move_id_part_moves_unshared_parts_and_copies_shared_ones(long_parts: bool) -> None:
     """The ids of the parts in order; each id keeps exactly the references its lists hold.
 
-    A part only the argument holds is emptied (its references move); one held
-    elsewhere too is copied and left as it was, so its holder sees no change.
+    A part only ``parts`` holds is emptied (its references move, into an empty
+    list as a whole item array); one held elsewhere too is copied and left as
+    it was, so its holder sees no change. Parts of 2**16 ids and more are
+    copied with the GIL released.
     """
-    from streambpe.core.piece_encoder import join_id_lists as reference_join
+    from streambpe.core.piece_encoder import move_id_part as reference_move
 
     big = int("1000007")  # not one of CPython's shared small ints
-    shared_part = [big, 3, big]
-    parts = [[1, big], [], shared_part, [big]]
-    expected = reference_join([list(part) for part in parts])
+    repeat = 1 << 16 if long_parts else 1
+    shared_part = [big, 3, big] * repeat
+    parts: list[list[int] | None] = [[1, big] * repeat, [], shared_part, [big] * repeat]
+    expected: list[int] = []
+    reference_parts: list[list[int] | None] = [list(part) for part in parts if part is not None]
+    for index in range(len(reference_parts)):
+        reference_move(expected, reference_parts, index)
+    assert reference_parts == [None] * 4
     before = sys.getrefcount(big)
-    joined = native.join_id_lists(parts)
-    assert joined == expected == [1, big, big, 3, big, big]
-    assert parts == [[], [], [big, 3, big], []]
-    # Four references in joined, two still in shared_part; the moved ones left their parts.
-    assert sys.getrefcount(big) == before + 2
+    joined: list[int] = []
+    for index in range(len(parts)):
+        native.move_id_part(joined, parts, index)
+    assert joined == expected == [1, big] * repeat + [big, 3, big] * repeat + [big] * repeat
+    assert parts == [None] * 4
+    # 4 references per repeat in joined; the two of shared_part were copied,
+    # the moved ones left their parts.
+    assert sys.getrefcount(big) == before + 2 * repeat
     del joined
-    assert sys.getrefcount(big) == before - 2
+    assert sys.getrefcount(big) == before - 2 * repeat
+    assert shared_part == [big, 3, big] * repeat
+
+
+@pytest.mark.parametrize("move_id_part", ["native", "python"])
+def test_move_id_part_refuses_what_is_not_a_part(move_id_part: str) -> None:
+    """A slot that holds no list, or an index past the parts, is an error that changes nothing."""
+    from streambpe.core.piece_encoder import move_id_part as reference_move
+
+    move = native.move_id_part if move_id_part == "native" else reference_move
+    joined = [7]
+    parts: list[Any] = [[1], (2,)]
     with pytest.raises(TypeError, match="list of lists"):
-        native.join_id_lists([[1], (2,)])
+        move(joined, parts, 1)
+    with pytest.raises(IndexError):
+        move(joined, parts, 2)
+    assert joined == [7] and parts == [[1], (2,)]
 
 
 def test_a_fork_hands_out_int_objects_of_its_own(r50k_encoding: Any) -> None:

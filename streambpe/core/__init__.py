@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from streambpe.core import merge_loop
-from streambpe.core.piece_encoder import PieceEncoder, Pretokenizing, SpecialSpan, join_id_lists
+from streambpe.core.piece_encoder import PieceEncoder, Pretokenizing, SpecialSpan, move_id_part
 from streambpe.core.pretokenize import Pretokenizer
 from streambpe.core.split_steps import Pretokenization, StepsPretokenizer
 from streambpe.core.token_decoder import TokenDecoder
@@ -105,8 +105,9 @@ class Backend:
     learn_merges: LearnMerges
     piece_encoder: PieceEncodingFactory
     token_decoder: TokenDecodingFactory
-    #: One list of the ids of encoded parts, in order (the parts are consumed).
-    join_id_lists: Callable[[list[list[int]]], list[int]]
+    #: Appends the ids of one encoded part (``parts[index]``) to the joined
+    #: ids, and puts None in its place.
+    move_id_part: Callable[[list[int], list[list[int] | None], int], None]
     #: ``(start, end, token index)`` of the special tokens in a text, as
     #: ``SpecialTokenScanner.matches`` finds them, without the GIL; None where
     #: the scanner itself is the way (the reference backend).
@@ -126,7 +127,7 @@ PYTHON = Backend(
     merge_loop.learn_merges,
     PieceEncoder,
     TokenDecoder,
-    join_id_lists,
+    move_id_part,
     None,
 )
 
@@ -153,7 +154,7 @@ def _load_native() -> Backend | None:
         _native.learn_merges,
         _native.PieceEncoder,
         _native.TokenDecoder,
-        _native.join_id_lists,
+        _native.move_id_part,
         _native.special_matches,
     )
 

@@ -27,7 +27,7 @@ its ``lib.rs``. Each header is declared in the ``.pxd`` of the same name:
 - ``_table_image.hpp``, :mod:`streambpe._support.table_cache`: built tables as
   bytes, which that cache keeps.
 - ``_native_glue.hpp``, this module: the Python lists filled from native arrays,
-  and :func:`join_id_lists` (it alone uses the Python API, with the GIL held).
+  and :func:`move_id_part` (it alone uses the Python API, with the GIL held).
 
 The native classes carry their Python twins' names. :class:`Pretokenizer` runs
 the GPT-2, cl100k_base or o200k_base pattern on a hand-written scanner, directly
@@ -65,7 +65,7 @@ from libcpp.vector cimport vector
 
 from streambpe.core._counting_impl cimport WordCounts, WordCountsEntry
 from streambpe.core._merge_loop_impl cimport MergeState
-from streambpe.core._native_glue cimport extend_ids, join_lists, piece_list, private_int
+from streambpe.core._native_glue cimport extend_ids, move_part, piece_list, private_int
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
     EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, SegmentStore, TextEncoder, TokenBytes,
@@ -435,18 +435,20 @@ def special_matches(str text not None, tuple tokens not None):
     return [(match.start, match.end, match.token) for match in found]
 
 
-def join_id_lists(list parts not None):
-    """One list of the ids of ``parts`` (lists of ids), in order, emptying the parts.
+def move_id_part(list joined not None, list parts not None, Py_ssize_t index):
+    """Appends the ids of ``parts[index]`` to ``joined`` and puts None in its place.
 
-    The compiled twin of :func:`streambpe.core.piece_encoder.join_id_lists`:
+    The compiled twin of :func:`streambpe.core.piece_encoder.move_id_part`:
     a part that nothing else holds gives its items up without a reference
-    count changing (see ``join_lists`` in ``_native_glue.hpp``).
+    count changing, and a big one is copied without the GIL, so ``joined``
+    must be the caller's own list (see ``move_part`` in ``_native_glue.hpp``).
 
-    >>> parts = [[1, 2], [3]]
-    >>> join_id_lists(parts), parts
-    ([1, 2, 3], [[], []])
+    >>> joined, parts = [], [[1, 2], [3]]
+    >>> move_id_part(joined, parts, 0); move_id_part(joined, parts, 1)
+    >>> joined, parts
+    ([1, 2, 3], [None, None])
     """
-    return join_lists(parts)
+    move_part(joined, parts, index)
 
 
 # What PieceEncoder._run does with the ids: append them to a list or an

@@ -8,5 +8,5 @@ cdef extern from "_native_glue.hpp" namespace "streambpe::glue":
     list piece_list(str text, const vector[size_t]& starts, const vector[size_t]& ends)
     int extend_ids(list out, list ids, list specials, const vector[uint32_t]& outputs) except -1
     int extend_ids(list out, list ids, list specials, const uint32_t* outputs, size_t count) except -1
-    list join_lists(list parts)
+    int move_part(list joined, list parts, Py_ssize_t index) except -1
     object private_int(long long value)
