@@ -44,6 +44,7 @@ texts = st.lists(st.sampled_from(FRAGMENTS), max_size=120).map("".join)
 @pytest.fixture
 def small_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(encoder_module, "PARALLEL_MIN_CHARS", 16)
+    monkeypatch.setattr(encoder_module, "PARTS_MIN_CHARS", 4)
     monkeypatch.setattr(encoder_module, "STREAM_BLOCK_CHARS", 7)
 
 
@@ -51,19 +52,42 @@ def spans_of(tokenizer: Tokenizer, text: str) -> list[tuple[int, int, int]]:
     return tokenizer._special_spans(tokenizer._scanner, text)
 
 
+shares = st.one_of(st.none(), st.integers(1, 6))
+
+
+def assert_no_part_short_of_nominal(
+    parts: list[tuple[int, int]], length: int, part_chars: int, share: int | None
+) -> None:
+    """Every part but the last is at least its nominal length: cuts only move later."""
+    for start, end in parts[:-1]:
+        nominal = max(part_chars, (length - start) // share) if share else part_chars
+        assert end - start >= nominal
+
+
 @settings(max_examples=200, deadline=None)
-@given(texts, st.integers(1, 30))
+@given(texts, st.integers(1, 30), shares)
 def test_parts_cover_the_text_and_never_cut_a_special(
-    cl100k_tokenizer: Tokenizer, text: str, part_chars: int
+    cl100k_tokenizer: Tokenizer, text: str, part_chars: int, share: int | None
 ) -> None:
     specials = spans_of(cl100k_tokenizer, text)
-    parts = plan_parts(text, specials, part_chars=part_chars, space_cuts=True)
+    parts = plan_parts(text, specials, part_chars=part_chars, space_cuts=True, share=share)
     assert parts[0][0] == 0 and parts[-1][1] == len(text)
     assert all(end == start for (_, end), (start, _) in pairwise(parts))
     for start, end in parts:
         assert start < end or len(text) == 0
         assert not any(first < start < last for first, last, _ in specials)
     assert sum(len(part_specials(specials, start, end)) for start, end in parts) == len(specials)
+    assert_no_part_short_of_nominal(parts, len(text), part_chars, share)
+
+
+def test_shared_out_parts_shrink_towards_the_end() -> None:
+    """With ``share``, each part is nominally a share of what is left, down to ``part_chars``."""
+    text = "word " * 20_000
+    parts = plan_parts(text, [], part_chars=1_000, space_cuts=True, share=4)
+    lengths = [end - start for start, end in parts]
+    assert lengths[0] >= len(text) // 4 > lengths[1] > lengths[2]
+    assert all(1_000 <= length < 1_010 for length in lengths[-3:-1])
+    assert lengths == sorted(lengths, reverse=True)
 
 
 # Special tokens with spaces inside (a safe cut can fall in one) and overlaps.
@@ -79,14 +103,15 @@ def _matches(text: str, offset: int = 0) -> list[tuple[int, int, str]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(spaced_texts, st.integers(1, 12))
+@given(spaced_texts, st.integers(1, 12), shares)
 def test_parts_clear_of_occurrences_find_the_whole_texts_special_tokens(
-    text: str, part_chars: int
+    text: str, part_chars: int, share: int | None
 ) -> None:
     """Guards the threaded encode whose parts find their own special tokens."""
-    parts = plan_parts_clear_of(text, SPACED_TOKENS, part_chars=part_chars)
+    parts = plan_parts_clear_of(text, SPACED_TOKENS, part_chars=part_chars, share=share)
     assert parts[0][0] == 0 and parts[-1][1] == len(text)
     assert all(end == start for (_, end), (start, _) in pairwise(parts))
+    assert_no_part_short_of_nominal(parts, len(text), part_chars, share)
     found = [match for start, end in parts for match in _matches(text[start:end], start)]
     assert found == _matches(text)
 

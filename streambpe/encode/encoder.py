@@ -51,6 +51,9 @@ if TYPE_CHECKING:
 DEFAULT_CACHE_SIZE = 1 << 19
 #: Texts this long or longer are encoded on several threads (``Encoder.encode``).
 PARALLEL_MIN_CHARS = 1 << 20
+#: The shortest part of a text cut for several threads (the last ones are
+#: about this long; see ``_encode_in_parts``).
+PARTS_MIN_CHARS = 1 << 17
 #: ``iter_id_batches`` encodes a long chunk in blocks of about this many characters.
 STREAM_BLOCK_CHARS = 1 << 18
 #: The longest slice of a stream's chunk that ``iter_id_batches`` feeds its splitter at once.
@@ -439,21 +442,26 @@ class Encoder:
 
     def _encode_in_parts(self, scanner: SpecialTokenScanner, text: str, workers: int) -> list[int]:
         """``_encode_with`` on ``workers`` threads: the text cut where no piece crosses."""
-        # Two parts per thread, so a thread that drew easy text takes another.
-        part_chars = max(len(text) // (2 * workers), PARALLEL_MIN_CHARS // 4)
+        # Parts that shrink, from a quarter of the text for two threads down
+        # to PARTS_MIN_CHARS: a thread that drew slow text takes fewer, and
+        # the last parts are short, so the threads finish together.
+        share = 2 * workers
         if self.space_cuts and self._kernel_finds(scanner):
             # Each part finds its own special tokens: the cuts keep clear of
             # every occurrence, so the parts find what the whole text holds,
             # and no (start, end, id) tuple is made per special token.
-            parts = plan_parts_clear_of(text, scanner.tokens, part_chars=part_chars)
+            parts = plan_parts_clear_of(
+                text, scanner.tokens, part_chars=PARTS_MIN_CHARS, share=share
+            )
             specials: list[SpecialSpan] | None = None
         else:
             specials = self._special_spans(scanner, text)
             parts = plan_parts(
                 text,
                 specials,
-                part_chars=part_chars,
+                part_chars=PARTS_MIN_CHARS,
                 space_cuts=self.space_cuts,
+                share=share,
             )
 
         def encode_part(bounds: tuple[int, int]) -> list[int]:

@@ -58,16 +58,23 @@ def cut_after(text: str, specials: list[SpecialSpan], nominal: int, *, space_cut
 
 
 def plan_parts(
-    text: str, specials: list[SpecialSpan], *, part_chars: int, space_cuts: bool
+    text: str,
+    specials: list[SpecialSpan],
+    *,
+    part_chars: int,
+    space_cuts: bool,
+    share: int | None = None,
 ) -> list[tuple[int, int]]:
     """``(start, end)`` ranges covering ``text``, each about ``part_chars`` long or longer.
 
     Each cut is :func:`cut_after` its nominal place. A text with no cut at
-    all is one part.
+    all is one part. With ``share``, each part is nominally the larger of
+    ``part_chars`` and a ``share``-th of the text left (see :func:`_planned`).
     """
     return _planned(
         text,
         part_chars,
+        share,
         lambda nominal: cut_after(text, specials, nominal, space_cuts=space_cuts),
     )
 
@@ -108,7 +115,7 @@ def _end_of_occurrences_across(text: str, tokens: Sequence[str], cut: int) -> in
 
 
 def plan_parts_clear_of(
-    text: str, tokens: Sequence[str], *, part_chars: int
+    text: str, tokens: Sequence[str], *, part_chars: int, share: int | None = None
 ) -> list[tuple[int, int]]:
     """:func:`plan_parts` for parts that find their special tokens (``tokens``) themselves.
 
@@ -118,16 +125,32 @@ def plan_parts_clear_of(
 
     >>> plan_parts_clear_of("ab <x y> cd ef", ["<x y>"], part_chars=4)
     [(0, 8), (8, 14)]
+    >>> plan_parts_clear_of("a b c d e f g h i j k l", [], part_chars=2, share=3)
+    [(0, 7), (7, 13), (13, 17), (17, 19), (19, 21), (21, 23)]
     """
-    return _planned(text, part_chars, lambda nominal: cut_clear_of(text, tokens, nominal))
+    return _planned(text, part_chars, share, lambda nominal: cut_clear_of(text, tokens, nominal))
 
 
-def _planned(text: str, part_chars: int, cut_at: Callable[[int], int]) -> list[tuple[int, int]]:
-    """Parts of about ``part_chars``, each cut where ``cut_at`` moves its nominal place."""
+def _planned(
+    text: str, part_chars: int, share: int | None, cut_at: Callable[[int], int]
+) -> list[tuple[int, int]]:
+    """Parts each cut where ``cut_at`` moves its nominal place.
+
+    A part is nominally ``part_chars`` long or, with ``share``, the larger
+    of that and a ``share``-th of the text not yet planned: parts that
+    shrink towards the end, for threads that take the next part when they
+    are done. The last parts are then short, so the threads finish close
+    together: with equal parts, a thread whose part was slower kept the
+    other idle for a tenth of a two-thread encode of 8 MiB of prose.
+    """
     length = len(text)
     bounds = [0]
-    while length - bounds[-1] > part_chars:
-        cut = cut_at(bounds[-1] + part_chars)
+    while True:
+        left = length - bounds[-1]
+        nominal = max(part_chars, left // share) if share else part_chars
+        if left <= nominal:
+            break
+        cut = cut_at(bounds[-1] + nominal)
         if cut >= length:
             break
         bounds.append(cut)
