@@ -8,6 +8,7 @@ in a worker reach the caller with no process or thread left behind.
 
 from __future__ import annotations
 
+import gc
 import random
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -112,6 +113,7 @@ def test_large_batch_in_parallel_keeps_order(
     result = gpt2_tok.encode_batch(texts, workers=workers)
     assert len(parallel.workers) == 1 and parallel.workers[0] >= 2
     assert result == [gpt2_tok.encode(t) for t in texts]
+    assert all(gc.is_tracked(ids) for ids in result), "the caller gets ordinary lists"
     assert new_children(children) == set()
     assert encode_threads() == []
 
@@ -138,6 +140,31 @@ def test_disallowed_special_raises_from_a_worker(gpt2_tok: Tokenizer, parallel: 
     assert encode_threads() == []
 
 
+def test_threads_keep_their_lists_from_the_collector_until_the_batch_is_done(
+    gpt2_tok: Tokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cyclic collector never walks the id lists of a batch the threads are still
+    building (``streambpe._support.gc_walks``), and the caller gets them tracked again."""
+    monkeypatch.setattr(streambpe.streaming.parallel, "parallel_mode", lambda encoder: "threads")
+    monkeypatch.setitem(streambpe.streaming.batch.PARALLEL_THRESHOLD_CHARS, "threads", 10_000)
+    monkeypatch.setitem(streambpe.streaming.batch.TASK_CHARS, "threads", 7_000)
+    tracked_while_building: list[bool] = []
+    encode_group = streambpe.streaming.batch._encode_group
+
+    def watched(encoder: Any, group: Any) -> list[list[int]]:
+        encoded = encode_group(encoder, group)
+        tracked_while_building.extend(gc.is_tracked(ids) for ids in encoded)
+        return encoded
+
+    monkeypatch.setattr(streambpe.streaming.batch, "_encode_group", watched)
+    texts = varied_texts(120, seed=9)
+    result = gpt2_tok.encode_batch(texts, workers=2)
+    assert result == [gpt2_tok.encode(t) for t in texts]
+    assert len(tracked_while_building) == len(texts)
+    assert not any(tracked_while_building)
+    assert all(gc.is_tracked(ids) for ids in result)
+
+
 # --------------------------------------------------------------------------- encode_each
 
 
@@ -151,7 +178,9 @@ def test_encode_each_gives_encodes_ids_on_every_path(gpt2_tok: Tokenizer) -> Non
         "x\ud800y",
         "日本語 👍🏽",
     ]
-    assert gpt2_tok.encode_each(texts) == [gpt2_tok.encode(t) for t in texts]
+    each = gpt2_tok.encode_each(texts)
+    assert each == [gpt2_tok.encode(t) for t in texts]
+    assert all(gc.is_tracked(ids) for ids in each), "ordinary lists, as encode's"
     assert gpt2_tok.encode_each(texts, disallowed_special=()) == [
         gpt2_tok.encode(t, disallowed_special=()) for t in texts
     ]

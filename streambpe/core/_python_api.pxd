@@ -15,3 +15,7 @@ cdef extern from "Python.h":
     # the deprecated wchar_t APIs, whose code units are not ready before it.
     int PyUnicode_READY(object text) except -1
     bint PyObject_CheckBuffer(object item)
+    # Out of and back into the cyclic collector's sight (a list of ids
+    # holds no cycle; see PieceEncoder.encode_many).
+    void PyObject_GC_UnTrack(object container)
+    void PyObject_GC_Track(object container)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from streambpe._support import gc_walks
 from streambpe._support.pool import resolve_workers
 from streambpe.encode.encoder import UNSET, Encoder, SpecialSet
 from streambpe.streaming import parallel
@@ -40,7 +41,10 @@ class _Group:
 
 
 def _encode_group(encoder: Encoder, group: _Group) -> list[list[int]]:
-    return encoder.encode_each(group.texts, **group.options)
+    encoded = encoder.encode_each(group.texts, **group.options)
+    # Out of the collector's walks until encode_batch hands them over (see gc_walks).
+    gc_walks.untrack(encoded)
+    return encoded
 
 
 def _groups(texts: Sequence[str], task_chars: int, options: dict[str, Any]) -> list[_Group]:
@@ -91,4 +95,5 @@ def encode_batch(
     ) as encoded_groups:
         for encoded in encoded_groups:
             results.extend(encoded)
+    gc_walks.track(results)
     return results
