@@ -180,6 +180,23 @@ def test_batches_match_tiktoken(num_threads: int) -> None:
     assert ours.decode_bytes_batch(batch) == theirs.decode_bytes_batch(batch)
     with pytest.raises(ValueError, match="disallowed special token"):
         ours.encode_batch(["fine", "<|endoftext|>"], num_threads=num_threads)
+    # Any iterable of str, as tiktoken's thread pool maps over.
+    assert ours.encode_batch(
+        iter(texts), num_threads=num_threads, allowed_special="all"
+    ) == theirs.encode_batch(texts, allowed_special="all")
+    assert ours.encode_ordinary_batch(iter(texts)) == theirs.encode_ordinary_batch(texts)
+
+
+def test_batches_refuse_what_tiktoken_refuses() -> None:
+    """No threads, or a text that is not a str: an error, as in tiktoken, and no ids."""
+    ours, theirs = _pair("cl100k_base")
+    for encoding in (ours, theirs):
+        with pytest.raises(ValueError):
+            encoding.encode_batch(["a"], num_threads=0)
+        with pytest.raises(TypeError):
+            encoding.encode_batch(["a", 1])  # type: ignore[list-item]
+        with pytest.raises(TypeError):
+            encoding.encode_ordinary_batch(["a", b"b"])  # type: ignore[list-item]
 
 
 def _unstable_as_sets(result: object) -> tuple[list[int], set[tuple[int, ...]]]:

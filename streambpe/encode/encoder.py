@@ -630,30 +630,36 @@ class Encoder:
     ) -> list[list[int]]:
         """``[self.encode(text, ...) for text in texts]`` (same keywords), in this thread.
 
-        With neither keyword, the compiled kernel encodes all the texts in one
-        call, with the GIL released once rather than once per text: this is
-        what each thread of ``encode_batch`` runs. A text of
+        The compiled kernel encodes all the texts in one call, with the GIL
+        released once rather than once per text: this is what each thread of
+        ``encode_batch`` runs. The keywords are checked against every text
+        first, so a disallowed special token raises for the first text that
+        holds one, as ``encode`` text by text would. A text of
         :data:`PARALLEL_MIN_CHARS` characters or more, a lone surrogate or a
         ``tokenizer.json`` pipeline takes :meth:`encode` text by text.
 
         >>> encoder = Encoder({i: bytes([i]) for i in range(256)}, {}, ["<s>"])
         >>> encoder.encode_each(["a<s>", "b"])
         [[97, 256], [98]]
+        >>> encoder.encode_each(["a<s>"], disallowed_special=())
+        [[97, 60, 115, 62]]
         """
-        if (
-            allowed_special is UNSET
-            and disallowed_special is UNSET
-            and self.pipeline is None
-            and all(len(text) < PARALLEL_MIN_CHARS for text in texts)
-        ):
+        if self.pipeline is None and all(len(text) < PARALLEL_MIN_CHARS for text in texts):
+            if allowed_special is UNSET and disallowed_special is UNSET:
+                scanner, special_ids = self._scanner, self._scanner_ids
+            else:
+                scanner, disallowed = self._specials_policy(allowed_special, disallowed_special)
+                for text in texts:
+                    self._check_disallowed(text, disallowed)
+                special_ids = tuple(self._special_ids[token] for token in scanner.tokens)
             kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
             try:
                 ids = kernels.piece_encoder().encode_many(
                     list(texts),
                     self.pattern,
                     kernels.pretokenizer,
-                    self._scanner.tokens,
-                    self._scanner_ids,
+                    tuple(scanner.tokens),
+                    special_ids,
                 )
             except UnicodeEncodeError:
                 ids = None  # encode() repairs the surrogates text by text
