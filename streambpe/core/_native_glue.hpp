@@ -76,6 +76,36 @@ inline PyObject* piece_list(PyObject* text, const std::vector<size_t>& starts,
     return list;
 }
 
+#ifndef Py_GIL_DISABLED
+// Room in `list`'s item array for `count` (> 0) more items past its size:
+// where they go, or NULL with an exception set (`list` unchanged). The
+// array grows the way list.append grows it, an eighth more than needed, so
+// appending again and again reallocates a few times; a big array is a
+// mapping of its own, which realloc moves without copying. The caller
+// fills the room and sets the size.
+inline PyObject** room_for(PyListObject* list, Py_ssize_t count) {
+    const Py_ssize_t size = Py_SIZE(list);
+    if (count > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*)) - size) {
+        PyErr_NoMemory();
+        return nullptr;
+    }
+    const Py_ssize_t needed = size + count;
+    if (needed > list->allocated) {
+        Py_ssize_t allocated = needed + (needed >> 3) + 6;
+        if (allocated > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*))) allocated = needed;
+        auto* items = static_cast<PyObject**>(
+            PyMem_Realloc(list->ob_item, static_cast<size_t>(allocated) * sizeof(PyObject*)));
+        if (items == nullptr) {
+            PyErr_NoMemory();
+            return nullptr;
+        }
+        list->ob_item = items;
+        list->allocated = allocated;
+    }
+    return list->ob_item + size;
+}
+#endif
+
 // Appends the Python ints ids[output] for each output number to the list
 // `out`; 0, or -1 with an exception set (`out` then unchanged).
 //
@@ -116,25 +146,8 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const ui
     return status;
 #else
     PyListObject* list = reinterpret_cast<PyListObject*>(out);
-    const Py_ssize_t size = Py_SIZE(list);
-    if (count > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*)) - size) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    const Py_ssize_t needed = size + count;
-    if (needed > list->allocated) {
-        Py_ssize_t allocated = needed + (needed >> 3) + 6;
-        if (allocated > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*))) allocated = needed;
-        auto* items = static_cast<PyObject**>(
-            PyMem_Realloc(list->ob_item, static_cast<size_t>(allocated) * sizeof(PyObject*)));
-        if (items == nullptr) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        list->ob_item = items;
-        list->allocated = allocated;
-    }
-    PyObject** at = list->ob_item + size;
+    PyObject** at = room_for(list, count);
+    if (at == nullptr) return -1;
     auto slot_of = [&](size_t output) {
         return output < vocabulary ? &PyList_GET_ITEM(ids, output)
                                    : &PyList_GET_ITEM(specials, output - vocabulary);
@@ -147,7 +160,7 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const ui
         Py_INCREF(id);
         at[index] = id;
     }
-    Py_SET_SIZE(list, needed);
+    Py_SET_SIZE(list, Py_SIZE(list) + count);
     return 0;
 #endif
 }
@@ -231,28 +244,9 @@ inline int move_part(PyObject* joined, PyObject* parts, Py_ssize_t index) {
         Py_DECREF(part);  // frees it with joined's old, empty item array
         return 0;
     }
-    if (count > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*)) - size) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (count > 0 && size + count > to->allocated) {
-        // list_resize's growth (an eighth more), so appending part after
-        // part reallocates a few times, not once per part; a big item array
-        // is its own mapping, which realloc moves without copying.
-        const Py_ssize_t needed = size + count;
-        Py_ssize_t allocated = needed + (needed >> 3) + 6;
-        if (allocated > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*))) allocated = needed;
-        auto* items = static_cast<PyObject**>(
-            PyMem_Realloc(to->ob_item, static_cast<size_t>(allocated) * sizeof(PyObject*)));
-        if (items == nullptr) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        to->ob_item = items;
-        to->allocated = allocated;
-    }
+    PyObject** at = count > 0 ? room_for(to, count) : nullptr;
+    if (count > 0 && at == nullptr) return -1;
     PyList_SET_ITEM(parts, index, Py_NewRef(Py_None));  // the reference `parts` held is now ours
-    PyObject** at = to->ob_item + size;
     if (sole) {
         const size_t bytes = static_cast<size_t>(count) * sizeof(PyObject*);
         if (count >= COPY_WITHOUT_GIL) {
