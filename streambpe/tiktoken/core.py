@@ -197,8 +197,7 @@ class Encoding:
         """
         texts = list(text)
         for each in texts:
-            if not isinstance(each, str):
-                raise TypeError(f"expected the text as a str, got {type(each).__name__}")
+            _require_str(each)
         return self._tokenizer.encode_batch(
             texts,
             allowed_special=_NO_SPECIALS,
@@ -537,8 +536,7 @@ class Encoding:
         Names in ``allowed_special`` that are not special tokens of this
         encoding are ignored, as tiktoken ignores them.
         """
-        if not isinstance(text, str):
-            raise TypeError(f"expected the text as a str, got {type(text).__name__}")
+        _require_str(text)
         if allowed_special is _NO_SPECIALS and disallowed_special == "all":
             # The default, and by far the most frequent call: nothing to work out.
             allowed = _NO_SPECIALS
@@ -595,6 +593,12 @@ def _check_ranks(
                 f"{explicit_n_vocab - 1} (explicit_n_vocab), but has {len(mergeable_ranks)} "
                 f"mergeable and {len(special_tokens)} special tokens, the largest id {largest}"
             )
+
+
+def _require_str(text: object) -> None:
+    """A TypeError, tiktoken's kind, unless ``text`` is a str."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected the text as a str, got {type(text).__name__}")
 
 
 def _workers(num_threads: int) -> int:
