@@ -106,6 +106,21 @@ def test_random_text_encodes_as_tiktoken(name: str, text: str) -> None:
     assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@settings(max_examples=40, deadline=None)
+@given(texts=st.lists(TEXTS, max_size=6))
+def test_random_batches_encode_as_tiktoken(name: str, texts: list[str]) -> None:
+    """Guards the batch path (one kernel call for the texts, the keywords resolved once):
+    the ids, or the error, of tiktoken's batches on text mixing scripts, combining
+    marks and special tokens inside words."""
+    ours, theirs = face.get_encoding(name), tiktoken.get_encoding(name)
+    assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts)
+    for keywords in ({"allowed_special": "all"}, {"disallowed_special": ()}, {}):
+        assert _outcome(ours.encode_batch, texts, **keywords) == _outcome(
+            theirs.encode_batch, texts, **keywords
+        )
+
+
 # --------------------------------------------------------------------------- special-token policy
 
 
@@ -339,6 +354,11 @@ def test_lone_surrogates_are_handled_as_tiktoken(text: str) -> None:
     assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
     assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
     assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
+    batch = [text, "fine", text]
+    assert ours.encode_ordinary_batch(batch) == theirs.encode_ordinary_batch(batch)
+    assert ours.encode_batch(batch, allowed_special="all") == theirs.encode_batch(
+        batch, allowed_special="all"
+    )
 
 
 def test_surrogates_do_not_break_the_methods_tiktoken_fails_on() -> None:
