@@ -188,6 +188,15 @@ class SpecialTokenScanner:
         >>> SpecialTokenScanner(["<s>", "<s><s>"]).first_match("a<s><s>")
         SpecialMatch(start=1, end=7, token='<s><s>')
         """
+        if self._automaton is None:
+            # Most texts hold none: one str search per token says so, where the
+            # windows' generators and lists cost more than encoding a chat
+            # message (2.6 of 4.1 us for tiktoken's default encode of one).
+            for token in self.tokens:
+                if token in text:
+                    break
+            else:
+                return None
         for found in self._occurrences(text, 0, len(text)):
             if found:
                 begin, negative_length, token = found[0]
