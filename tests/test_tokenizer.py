@@ -637,6 +637,34 @@ def test_unknown_allowed_special_is_an_error(r50k_tokenizer: Tokenizer) -> None:
         r50k_tokenizer.encode("x", allowed_special={"<|endoftxt|>"})
 
 
+def test_keyword_policies_follow_what_the_keywords_hold(
+    cl100k_tokenizer: Tokenizer, cl100k_reference: tiktoken.Encoding
+) -> None:
+    """Guards the encoder's remembered keyword policies (one per value, not per object).
+
+    A set changed between two calls is read again; a list, tuple, frozenset
+    or dict view of the same tokens gives the same ids; a policy that raises
+    raises on every call.
+    """
+    allowed = {"<|endoftext|>"}
+    for _ in range(2):
+        keywords: dict[str, Any] = {"allowed_special": allowed, "disallowed_special": ()}
+        expected = cl100k_reference.encode(KEYWORD_TEXT, **keywords)
+        assert cl100k_tokenizer.encode(KEYWORD_TEXT, **keywords) == expected
+        allowed.add("<|fim_prefix|>")
+    expected = cl100k_reference.encode(KEYWORD_TEXT, allowed_special=allowed, disallowed_special=())
+    for form in (list, tuple, frozenset, lambda tokens: dict.fromkeys(tokens).keys()):
+        same = form(allowed)
+        assert cl100k_tokenizer.encode(
+            KEYWORD_TEXT, allowed_special=same, disallowed_special=()
+        ) == (expected)
+    for _ in range(2):
+        with pytest.raises(ValueError, match=re.escape("<|endoftxt|>")):
+            cl100k_tokenizer.encode("x", allowed_special={"<|endoftxt|>"})
+        with pytest.raises(ValueError, match="disallowed"):
+            cl100k_tokenizer.encode(KEYWORD_TEXT, allowed_special={"<|endoftext|>"})
+
+
 @pytest.mark.parametrize("bad_id", [50257, 10**9, -1])
 def test_decode_unknown_id_names_it(r50k_tokenizer: Tokenizer, bad_id: int) -> None:
     """Guards "Errors lose nothing": an unknown id raises KeyError naming the id."""
