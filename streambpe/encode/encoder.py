@@ -537,16 +537,11 @@ class Encoder:
         still asked first for a short text, which mostly holds none: it
         declines one that has any, which then takes :meth:`_encode_with`.
         """
-        # _kernel_finds and _kernel_asked, inlined: on a chat message each
-        # call here is a few per cent of the encode.
-        backend = core.active_backend()
-        tokens = scanner.tokens
-        if (
-            self.pipeline is None
-            and len(tokens) <= _QUICK_CHECK_TOKENS
-            and (backend.special_matches is not None or len(text) <= _QUICK_CHECK_CHARS)
+        if self._kernel_finds(scanner) or (
+            self._kernel_asked(scanner) and len(text) <= _QUICK_CHECK_CHARS
         ):
-            kernels = self._kernels.get(backend.name) or self._thread_kernels()
+            kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
+            tokens = scanner.tokens
             ids = kernels.piece_encoder().encode_with_specials(
                 text,
                 self.pattern,
