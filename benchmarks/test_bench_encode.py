@@ -41,8 +41,6 @@ input or gives other ids than tiktoken skips with the reason.
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +53,7 @@ from peers import (
     quicktok_unavailable_reason,
     rounds_in_fresh_processes,
 )
+from turns import InTurns, time_in_turns
 
 if TYPE_CHECKING:
     from conftest import EncodingFiles, Report
@@ -293,40 +292,45 @@ def test_encode_prose_interleaved_with_tiktoken(
     text = corpus_texts["prose"]
     reference = tiktoken_call(files.tiktoken(), method)
     benchmark.group = f"{method}-{name}-prose-interleaved"
-    ratios: list[float] = []
-    our_seconds: list[float] = []
+    measured: list[InTurns] = []
+
+    def tiktoken_round() -> Callable[[], list[int]]:
+        return lambda: reference(text)  # type: ignore[no-any-return]
+
+    def streambpe_round() -> Callable[[], list[int]]:
+        tokenizer = fresh_tokenizer(streambpe_api, files, "native")
+
+        def encode() -> list[int]:
+            with using_backend("native"):
+                return getattr(tokenizer, method)(text)  # type: ignore[no-any-return]
+
+        return encode
+
+    def same_ids(expected: list[int], ids: list[int]) -> None:
+        assert ids == expected, f"streambpe {method} ids differ from tiktoken's for {name}"
 
     def rounds() -> None:
-        for _ in range(INTERLEAVED_ROUNDS):
-            started = time.perf_counter()
-            expected = reference(text)
-            tiktoken_seconds = time.perf_counter() - started
-            tokenizer = fresh_tokenizer(streambpe_api, files, "native")
-            with using_backend("native"):
-                started = time.perf_counter()
-                ids = getattr(tokenizer, method)(text)
-                our_seconds.append(time.perf_counter() - started)
-            assert ids == expected, f"streambpe {method} ids differ from tiktoken's for {name}"
-            ratios.append(tiktoken_seconds / our_seconds[-1])
-            del ids
-            del expected
+        measured.append(
+            time_in_turns(
+                tiktoken_round, streambpe_round, rounds=INTERLEAVED_ROUNDS, check=same_ids
+            )
+        )
 
     benchmark.pedantic(rounds, rounds=1)
-    median = statistics.median(ratios)
+    turns = measured[0]
     report.finish(
         f"streambpe {method}, rounds in turns with tiktoken",
         ours=True,
         backend="native",
-        seconds=min(our_seconds),
+        seconds=min(turns.contender_seconds),
         input_bytes=len(text.encode("utf-8")),
-        ratios_to_tiktoken=[round(ratio, 2) for ratio in ratios],
-        median_ratio=round(median, 2),
-        lowest_ratio=round(min(ratios), 2),
+        ratios_to_tiktoken=[round(ratio, 2) for ratio in turns.ratios],
+        median_ratio=round(turns.median_ratio, 2),
+        lowest_ratio=round(turns.lowest_ratio, 2),
     )
-    shown = ", ".join(f"{ratio:.2f}x" for ratio in ratios)
     report.note(
-        f"{method} {name} prose, in turns with tiktoken: its time / ours per round {shown}; "
-        f"median {median:.2f}x, lowest {min(ratios):.2f}x"
+        f"{method} {name} prose, in turns with tiktoken: its time / ours per round "
+        + turns.describe()
     )
 
 

@@ -5,6 +5,10 @@
   cleared before every round, ids checked against tiktoken's; tiktoken's
   single-threaded ``encode`` in the same group. The note gives the 2-thread
   speedup. Goal: at least 1.7x on 2 cores.
+* ``long-text-o200k-in-turns``: the same two calls of the compiled backend in
+  turns, 1 thread then 2, the caches cleared before each, for :data:`TURNS`
+  rounds (see :mod:`turns`); the note gives every round's speedup and the
+  median, the figure a slow spell of a shared machine cannot tilt.
 * ``first-ids-o200k``: the time until ``iter_id_batches`` (and
   ``aencode_iterable``, in the note) yields its first batch when the whole
   text arrives as one chunk, for a tenth of the text and for all of it. Goal:
@@ -21,11 +25,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 from peers import ids_digest
+from turns import time_in_turns
 
 if TYPE_CHECKING:
     from conftest import EncodingFiles, Report
 
 ROUNDS = 3
+#: Rounds of 1 thread and 2 in turns (test_long_text_threads_in_turns).
+TURNS = 5
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +88,58 @@ def test_long_text_streambpe(
             f"one long text [{backend}]: {threads} threads {single.seconds / entry.seconds:.2f}x "
             f"as fast as 1 ({single.seconds:.2f} s -> {entry.seconds:.2f} s)"
         )
+
+
+def test_long_text_threads_in_turns(
+    benchmark: Any,
+    report: Report,
+    o200k: EncodingFiles,
+    encode_text: str,
+    reference_digest: str,
+    streambpe_api: Callable[..., Any],
+) -> None:
+    from streambpe.core import NATIVE, using_backend
+
+    if NATIVE is None:
+        pytest.skip("the compiled core is not built: its threads are what these rounds compare")
+    benchmark.group = "long-text-o200k-in-turns"
+    tokenizer = _tokenizer(streambpe_api, o200k)
+    with using_backend("native"):
+        tokenizer.encode("warm up the kernels", threads=2)
+
+    def encode_on(threads: int) -> Callable[[], Callable[[], list[int]]]:
+        def prepare() -> Callable[[], list[int]]:
+            tokenizer.clear_cache()
+
+            def run() -> list[int]:
+                with using_backend("native"):
+                    return tokenizer.encode(encode_text, threads=threads)  # type: ignore[no-any-return]
+
+            return run
+
+        return prepare
+
+    def both_exact(one: list[int], two: list[int]) -> None:
+        assert ids_digest(one) == reference_digest, "1 thread: ids differ from tiktoken's"
+        assert ids_digest(two) == reference_digest, "2 threads: ids differ from tiktoken's"
+
+    measured = benchmark.pedantic(
+        time_in_turns,
+        args=(encode_on(1), encode_on(2)),
+        kwargs={"rounds": TURNS, "check": both_exact},
+        rounds=1,
+    )
+    report.finish(
+        "streambpe encode, 2 threads in turns with 1",
+        ours=True,
+        backend="native",
+        seconds=min(measured.contender_seconds),
+        input_bytes=len(encode_text.encode()),
+        speedups=[round(ratio, 2) for ratio in measured.ratios],
+        median_speedup=round(measured.median_ratio, 2),
+        lowest_speedup=round(measured.lowest_ratio, 2),
+    )
+    report.note("one long text [native], 2 threads over 1, in turns: " + measured.describe())
 
 
 def test_long_text_tiktoken(
