@@ -309,7 +309,7 @@ def test_the_hot_store_tells_apart_pieces_that_share_ends_and_slots() -> None:
         for piece in regex.findall(patterns.GPT2, text)
         for id_ in pure_encode(piece.encode(), encoder, ranks)
     ]
-    # 512 hot slots; the words need the 64-byte lines, which get 7/16 of the rest.
+    # 1,024 hot slots (an eighth); the words need the 64-byte lines, which get 7/16 of the rest.
     encoding = native.PieceEncoder(encoder, ranks, 8192)
     for _ in range(3):
         out: list[int] = []
