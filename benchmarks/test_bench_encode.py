@@ -278,8 +278,8 @@ def test_encode_prose_interleaved_with_tiktoken(
 
     The tests above run all of one implementation's rounds, then all of the
     other's, minutes apart: on a shared machine a slow spell can land on one
-    side only. Here each round times tiktoken, then streambpe with a fresh
-    tokenizer (cold cache), back to back, and checks that the ids are equal.
+    side only. Here each round times tiktoken and streambpe with a fresh
+    tokenizer (cold cache), back to back, each first in turn, and checks that the ids are equal.
     The median of the rounds' ratios is the figure to read; the lowest says
     how far one unlucky round can fall. No peer runs here: in one process,
     fastokens' piece caches outlive its tokenizers (see :mod:`peers`).

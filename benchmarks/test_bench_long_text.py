@@ -6,7 +6,7 @@
   single-threaded ``encode`` in the same group. The note gives the 2-thread
   speedup. Goal: at least 1.7x on 2 cores.
 * ``long-text-o200k-in-turns``: the same two calls of the compiled backend in
-  turns, 1 thread then 2, the caches cleared before each, for :data:`TURNS`
+  turns, 1 thread and 2 (each first in turn), the caches cleared before each, for :data:`TURNS`
   rounds (see :mod:`turns`); the note gives every round's speedup and the
   median, the figure a slow spell of a shared machine cannot tilt.
 * ``first-ids-o200k``: the time until ``iter_id_batches`` (and

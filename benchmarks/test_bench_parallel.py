@@ -8,7 +8,7 @@ threads sharing one vocabulary, and the encode runs without the GIL; issue
 pure backend they are processes, used only above a few MiB of text.
 
 ``encode_batch-workers-in-turns`` times the same two calls of the compiled
-backend in turns, one worker then two, each with a fresh tokenizer, for
+backend in turns, one worker and two (each first in turn), each with a fresh tokenizer, for
 :data:`TURNS` rounds (see :mod:`turns`): a slow spell of a shared machine
 moved the grouped figure between 1.3x and 2x from one run to the next, and
 the per-round ratios and their median are what the goal is read from.

@@ -65,21 +65,24 @@ def time_in_turns(
     rounds: int,
     check: Callable[[R, R], None] | None = None,
 ) -> InTurns:
-    """Time ``rounds`` rounds, each preparing and timing the baseline, then the contender.
+    """Time ``rounds`` rounds, each preparing and timing both sides, back to back.
 
-    ``check`` sees both results of every round (it should raise if they
-    differ) before they are dropped, so a round holds only its own results.
+    The side that goes first alternates, the baseline first in even rounds,
+    so neither always inherits the other's garbage or warmed caches.
+    ``check`` sees both results of every round, the baseline's first (it
+    should raise if they differ), before they are dropped, so a round holds
+    only its own results.
     """
-    baseline_seconds: list[float] = []
-    contender_seconds: list[float] = []
-    for _ in range(rounds):
-        results: list[R] = []
-        for prepare, seconds in ((baseline, baseline_seconds), (contender, contender_seconds)):
+    seconds: dict[str, list[float]] = {"baseline": [], "contender": []}
+    sides = (("baseline", baseline), ("contender", contender))
+    for round_number in range(rounds):
+        results: dict[str, R] = {}
+        for name, prepare in sides if round_number % 2 == 0 else sides[::-1]:
             call = prepare()
             started = time.perf_counter()
-            results.append(call())
-            seconds.append(time.perf_counter() - started)
+            results[name] = call()
+            seconds[name].append(time.perf_counter() - started)
         if check is not None:
-            check(results[0], results[1])
+            check(results["baseline"], results["contender"])
         del results
-    return InTurns(baseline_seconds, contender_seconds)
+    return InTurns(seconds["baseline"], seconds["contender"])
