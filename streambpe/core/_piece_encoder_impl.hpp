@@ -740,9 +740,10 @@ public:
     // The most slots worth having here: as many as the core's L2 cache holds
     // (as the C library reports it), from MIN_SLOTS to MAX_SLOTS. Measured
     // on a core with 2 MiB of L2, 100,000 warm chat-sized o200k strings took
-    // 7.6-8.3 us a call with 65,536 slots against 8.3-12.4 with 16,384,
-    // fewer pieces reaching the megabytes of the vocabulary and the sets;
-    // a cold encode of prose or code was the same within the noise.
+    // a median 8.2 us a call with 65,536 slots against 9.4 with 16,384 (six
+    // fresh processes each, in turns), fewer pieces reaching the megabytes
+    // of the vocabulary and the sets; a cold encode of prose or code was the
+    // same within the noise.
     static size_t max_slots() {
         static const size_t slots = [] {
             long l2_bytes = 0;
@@ -838,9 +839,8 @@ private:
 //
 // In front of them, from 4,096 entries up, a HotStore of up to an eighth
 // of the entries (at most HotStore::max_slots) answers the most repeated
-// pieces; its entries
-// count towards maxsize. It holds copies, so it is not counted in size(); a
-// hit there is a hit like any other.
+// pieces; its entries count towards maxsize. It holds copies, so it is not
+// counted in size(); a hit there is a hit like any other.
 //
 // Beside them, from 4,096 entries up, a SegmentStore keeps the outputs of
 // whole stretches of text, 32 bytes of it per entry of maxsize in each of its
