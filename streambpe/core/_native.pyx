@@ -1124,6 +1124,16 @@ cdef class PieceEncoder:
         extend_ids(ids, self._id_objects(), [], outputs)
         return ids
 
+    def atom_characters(self):
+        """How many characters BPE may start from as their own tokens, not as bytes.
+
+        0 when the vocabulary does not allow it (two tokens share a rank, or
+        some merge's result ranks before an operand). For tests and
+        diagnostics; ``_char_atoms.hpp`` says when starting from a character's
+        token is exact.
+        """
+        return self.vocabulary.merger.get().atom_characters()
+
     def cache_info(self):
         """``(hits, misses, maxsize, currsize)``; hits are lookups that ran no BPE."""
         cdef PieceCache* cache = &self.state.get().cache()

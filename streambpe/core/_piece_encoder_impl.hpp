@@ -31,6 +31,7 @@
 #include <unistd.h>
 #endif
 
+#include "_char_atoms.hpp"
 #include "_hash_table.hpp"
 #include "_pretokenize_impl.hpp"
 #include "_segment_store.hpp"
@@ -279,6 +280,7 @@ public:
         building_.clear();
 
         add_merges(units);
+        build_atoms();
     }
 
     // The finished tables as bytes (see ImageWriter); ``load`` restores
@@ -297,6 +299,7 @@ public:
         merges_.save(image);
         merge_filter_.save(image);
         token_filter_.save(image);
+        atoms_.save(image);
         return std::move(image.bytes());
     }
     bool load(const uint8_t* data, size_t size) {
@@ -306,7 +309,7 @@ public:
                           image.sequence(unit_output_) && image.sequence(unit_order_) &&
                           image.sequence(byte_merges_) && tokens_.load(image) &&
                           merges_.load(image) && merge_filter_.load(image) &&
-                          token_filter_.load(image) && image.done();
+                          token_filter_.load(image) && atoms_.load(image) && image.done();
         const size_t units = unit_output_.size();
         const bool whole = read && units >= 256 && unit_offset_.size() == units + 1 &&
                            unit_order_.size() == units && byte_merges_.size() == (size_t(1) << 16) &&
@@ -335,6 +338,10 @@ public:
             merge_short(piece, n, units);
         }
     }
+
+    // How many characters a piece may start from as their tokens (see
+    // _char_atoms.hpp); 0 where this vocabulary does not allow it.
+    size_t atom_characters() const { return atoms_.size(); }
 
     uint32_t unit_output(uint32_t unit) const {
         return unit >= 256 && outputs_are_units_ ? unit : unit_output_[unit];
@@ -423,6 +430,32 @@ private:
         }
     }
 
+    // Fills atoms_, if this vocabulary allows them (see _char_atoms.hpp):
+    // no two tokens share a rank (packed_keys_ says so, for any vocabulary
+    // below 2^24 units), and every merge's result ranks after both of its
+    // operands, which with units in rank order means a higher unit.
+    void build_atoms() {
+        atoms_.clear();
+        bool proper = packed_keys_;
+        merges_.for_each([&](uint64_t key, uint32_t unit) {
+            proper = proper && uint32_t(key >> 32) < unit && uint32_t(key) < unit;
+        });
+        if (!proper) return;
+        std::vector<uint32_t> parts;
+        atoms_.build(
+            unit_output_.size(),
+            [this](uint32_t unit, size_t& length) {
+                length = unit_length(unit);
+                return unit_bytes(unit);
+            },
+            // Called while atoms_ is still empty, so this is BPE from bytes.
+            [this, &parts](uint32_t unit) {
+                parts.clear();
+                merge(unit_bytes(unit), unit_length(unit), parts);
+                return parts.size() == 1 && parts[0] == unit;
+            });
+    }
+
     // Like bpe.merge_piece: after each merge only the two pairs beside it
     // change. Written for few branches, since a short piece's merging is
     // dominated by mispredicted branches rather than by its few dozen steps:
@@ -434,6 +467,9 @@ private:
     // After its live entries pair[] holds two chunks of NONE32 ("no merge"),
     // so the minimum may read whole chunks. close_up keeps this: it shifts
     // the padding down with the entries.
+    //
+    // A piece with characters beyond ASCII starts from their tokens where
+    // atoms_ allows it, instead of from their bytes.
     void merge_short(const uint8_t* piece, size_t n, std::vector<uint32_t>& out) const {
         if (n < 2) {  // nothing to merge (and no pair to pad)
             out.insert(out.end(), piece, piece + n);
@@ -441,10 +477,15 @@ private:
         }
         uint32_t parts[HEAP_THRESHOLD + SLACK];
         uint32_t pair[HEAP_THRESHOLD + SLACK];  // pair[i]: what parts[i], parts[i + 1] merge into
-        for (size_t i = 0; i < n; ++i) parts[i] = piece[i];
-        for (size_t i = 0; i + 1 < n; ++i) pair[i] = byte_merges_[piece[i] << 8 | piece[i + 1]];
-        std::fill(pair + n - 1, pair + n - 1 + 2 * CHUNK, NONE32);
-        size_t count = n;
+        size_t count = atoms_.empty() ? 0 : start_from_atoms(piece, n, parts);
+        if (count == 0) {
+            for (size_t i = 0; i < n; ++i) parts[i] = piece[i];
+            for (size_t i = 0; i + 1 < n; ++i) pair[i] = byte_merges_[piece[i] << 8 | piece[i + 1]];
+            count = n;
+        } else {
+            for (size_t i = 0; i + 1 < count; ++i) pair[i] = merged(parts[i], parts[i + 1]);
+        }
+        std::fill(pair + count - 1, pair + count - 1 + 2 * CHUNK, NONE32);
         while (count > 1) {
             const uint64_t least =
                 packed_keys_ ? least_packed(pair, count - 1) : least_pair(pair, count - 1);
@@ -464,6 +505,31 @@ private:
 
     static constexpr size_t CHUNK = 8;
     static constexpr size_t SLACK = 3 * CHUNK;
+
+    // Writes the units ``piece`` starts from to ``parts``, each character
+    // that atoms_ allows as its token, and returns how many there are; or
+    // returns 0 if no character became one unit (the piece then starts from
+    // its bytes, with the cheaper table of byte pairs).
+    size_t start_from_atoms(const uint8_t* piece, size_t n, uint32_t* parts) const {
+        uint8_t all_bits = 0;  // a loop the compiler vectorizes: most pieces are ASCII
+        for (size_t i = 0; i < n; ++i) all_bits |= piece[i];
+        if (all_bits < 0xC0) return 0;
+        size_t count = 0;
+        bool formed = false;
+        for (size_t i = 0; i < n;) {
+            uint32_t code_point;
+            const size_t k = piece[i] < 0xC2 ? 0 : CharAtoms::decode(piece, n, i, code_point);
+            const uint32_t unit = k == 0 ? NONE32 : atoms_.unit_at(piece, n, i, k, code_point);
+            if (unit == NONE32) {
+                parts[count++] = piece[i++];
+            } else {
+                parts[count++] = unit;
+                i += k;
+                formed = true;
+            }
+        }
+        return formed ? count : 0;
+    }
 
     // (order << 32 | index) of the first-merging pair among the first
     // ``pairs`` entries; its order is NONE32 if none merges. The index in
@@ -587,6 +653,7 @@ private:
     U64Map<uint32_t> merges_;
     BitFilter merge_filter_;   // the keys of merges_, to skip most lookups that would fail
     BitFilter token_filter_;   // the hashes of the keys with an output: most other pieces skip tokens_
+    CharAtoms atoms_;          // characters a piece may start from as tokens (empty: none)
 };
 
 // ------------------------------------------------------------ piece cache

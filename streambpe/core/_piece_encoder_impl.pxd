@@ -20,6 +20,7 @@ cdef extern from "_piece_encoder_impl.hpp" namespace "streambpe" nogil:
         uint32_t unit_output(uint32_t unit)
         const uint8_t* unit_bytes(uint32_t unit)
         size_t unit_length(uint32_t unit)
+        size_t atom_characters()
 
     cdef cppclass SegmentStore:
         size_t found()

@@ -23,6 +23,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # the kernels' threads, and the readers that feed them.
 quick_tests=(
     tests/test_native_core.py
+    tests/test_char_atoms.py
     tests/test_segment_store.py
     tests/test_native_pretokenize.py
     tests/test_fuzz_differential.py
