@@ -15,10 +15,10 @@ import random
 
 import pytest
 import tiktoken
+from piece_oracle import pure_encode
 from streaming_helpers import tiktoken_file
 
 from streambpe import patterns
-from streambpe.core.bpe import merge_piece
 
 native = pytest.importorskip(
     "streambpe.core._native", reason="the compiled core was not built (no C++ compiler at install)"
@@ -28,13 +28,6 @@ native = pytest.importorskip(
 # (ж and н, 中 and 文 do not, € and ₽ do), so a fragment of one applies
 # beside another.
 ALPHABET = "aé€₽жн中文 "
-
-
-def pure_encode(piece: bytes, encoder: dict[bytes, int], ranks: dict[bytes, int]) -> list[int]:
-    whole = encoder.get(piece)
-    if whole is not None:
-        return [whole]
-    return [encoder[part] for part in merge_piece(piece, ranks)]
 
 
 def fragment_vocabulary(

@@ -25,6 +25,7 @@ import tiktoken
 from ab_vocabulary import ab_vocabulary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from piece_oracle import pure_encode
 
 from streambpe import patterns
 from streambpe.core import merge_loop
@@ -126,14 +127,6 @@ def test_lone_surrogate_in_a_word_raises() -> None:
 
 
 # --------------------------------------------------------------------------- piece encoding
-
-
-def pure_encode(piece: bytes, encoder: dict[bytes, int], ranks: dict[bytes, int]) -> list[int]:
-    """What the pure backend gives for one piece: a whole token, or BPE parts looked up."""
-    whole = encoder.get(piece)
-    if whole is not None:
-        return [whole]
-    return [encoder[part] for part in merge_piece(piece, ranks)]
 
 
 def outcome(encode: Callable[..., list[int]], *args: Any) -> list[int] | tuple[str, bytes]:
