@@ -281,6 +281,7 @@ public:
 
         add_merges(units);
         build_atoms();
+        build_grid();
     }
 
     // The finished tables as bytes (see ImageWriter); ``load`` restores
@@ -314,7 +315,10 @@ public:
         const bool whole = read && units >= 256 && unit_offset_.size() == units + 1 &&
                            unit_order_.size() == units && byte_merges_.size() == (size_t(1) << 16) &&
                            unit_offset_[units] == unit_bytes_.size();
-        if (whole) note_output_order();
+        if (whole) {
+            note_output_order();
+            build_grid();
+        }
         return whole;
     }
 
@@ -382,8 +386,10 @@ private:
         return merged_units(left, right);
     }
 
-    // The same for a pair with at least one ranked token.
+    // The same for a pair with at least one ranked token: from the grid if
+    // both are among the first units, else through the filter and merges_.
     uint32_t merged_units(uint32_t left, uint32_t right) const {
+        if ((left | right) < grid_side_) return grid_[left * grid_side_ + right];
         const uint64_t key = pair_key(left, right);
         if (!merge_filter_.may_contain(key)) return NONE32;
         const uint32_t* unit = merges_.find(key);
@@ -428,6 +434,25 @@ private:
             merges_.find_or_insert(key, unit, inserted);
             merge_filter_.add(key);
         }
+    }
+
+    // Fills grid_ with every pair of units below GRID_SIDE (or below the
+    // vocabulary's size, rounded up to a power of two): what they merge
+    // into, as merges_ says, or NONE32. (merged_units is never asked about
+    // two single bytes: those are byte_merges_'s.) Units follow rank
+    // order, so these are the vocabulary's most frequent tokens, and a
+    // lookup among them is one read of a table that stays in L2 or L3
+    // instead of the filter and a probe of the multi-megabyte merges_.
+    void build_grid() {
+        uint32_t side = 256;
+        while (side < GRID_SIDE && side < unit_output_.size()) side *= 2;
+        grid_side_ = 0;  // merged_units reads merges_ until the grid is whole
+        grid_.assign(size_t(side) * side, NONE32);
+        merges_.for_each([&](uint64_t key, uint32_t unit) {
+            const uint32_t left = uint32_t(key >> 32), right = uint32_t(key);
+            if ((left | right) < side) grid_[size_t(left) * side + right] = unit;
+        });
+        grid_side_ = side;
     }
 
     // Fills atoms_, if this vocabulary allows them (see _char_atoms.hpp):
@@ -654,6 +679,14 @@ private:
     BitFilter merge_filter_;   // the keys of merges_, to skip most lookups that would fail
     BitFilter token_filter_;   // the hashes of the keys with an output: most other pieces skip tokens_
     CharAtoms atoms_;          // characters a piece may start from as tokens (empty: none)
+    // (left, right) -> the unit they merge into, or NONE32, for both units
+    // below grid_side_ (a power of two; 0 while building): 4 MiB at most.
+    // Measured on the 242,609 distinct pieces of 8 MiB of prose that are
+    // not tokens, merged with no cache, in turns with a build without it:
+    // o200k 1.06x, cl100k 1.11x (a 512-wide grid gave 1.05x and 1.06x).
+    static constexpr uint32_t GRID_SIDE = 1024;
+    TableVector<uint32_t> grid_;
+    uint32_t grid_side_ = 0;
 };
 
 // ------------------------------------------------------------ piece cache
