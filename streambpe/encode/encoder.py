@@ -263,7 +263,7 @@ class Encoder:
 
     def _kernel(self) -> tuple[Pretokenizing, PieceEncoding]:
         """The calling thread's pretokenizer and piece encoder, on the active backend."""
-        kernels = self._thread_kernels()
+        kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
         return kernels.pretokenizer, kernels.piece_encoder()
 
     def cache_info(self) -> CacheInfo:
@@ -537,11 +537,16 @@ class Encoder:
         still asked first for a short text, which mostly holds none: it
         declines one that has any, which then takes :meth:`_encode_with`.
         """
-        if self._kernel_finds(scanner) or (
-            self._kernel_asked(scanner) and len(text) <= _QUICK_CHECK_CHARS
+        # _kernel_finds and _kernel_asked, written out: this runs on every
+        # chat-sized encode, where each Python call is a tenth of the work.
+        backend = core.active_backend()
+        tokens = scanner.tokens
+        if (
+            self.pipeline is None
+            and len(tokens) <= _QUICK_CHECK_TOKENS
+            and (backend.special_matches is not None or len(text) <= _QUICK_CHECK_CHARS)
         ):
-            kernels = self._kernels.get(core.active_backend().name) or self._thread_kernels()
-            tokens = scanner.tokens
+            kernels = self._kernels.get(backend.name) or self._thread_kernels()
             ids = kernels.piece_encoder().encode_with_specials(
                 text,
                 self.pattern,
