@@ -538,7 +538,8 @@ class Encoder:
         declines one that has any, which then takes :meth:`_encode_with`.
         """
         # _kernel_finds and _kernel_asked, written out: this runs on every
-        # chat-sized encode, where each Python call is a tenth of the work.
+        # short encode, and the two calls took about 100 ns of the 900 that
+        # encode("hi") took.
         backend = core.active_backend()
         tokens = scanner.tokens
         if (
