@@ -440,7 +440,7 @@ async def test_event_loop_stays_responsive(
         # and 30 MB in 107-132 ms once the parts of a long text joined as they
         # finished), and 4 MB of mixed text, with the cache warm from the check
         # below, took 95-120 ms once BPE got faster; 8 MB of the no-space
-        # script, warm, took 94 ms once the hot store grew to the L2 cache.
+        # script, warm, took 94 ms with the hot store that preceded the short-piece table.
         size *= NATIVE_SIZE_FACTOR.get(text_kind, 1)
     text = build(size)
     chunks = [text[i : i + 8192] for i in range(0, len(text), 8192)]

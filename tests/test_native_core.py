@@ -280,13 +280,21 @@ def test_pieces_with_many_ids_are_cached_in_the_large_lines() -> None:
     assert encoding.cache_info() == (2, 1, 64, 1)
 
 
-def test_the_hot_store_tells_apart_pieces_that_share_ends_and_slots() -> None:
-    """Scanned text, from 4,096 cache entries up, also goes through the hot store.
+def _pure_ids(text: str, encoder: dict[bytes, int], ranks: dict[bytes, int]) -> list[int]:
+    return [
+        id_
+        for piece in regex.findall(patterns.GPT2, text)
+        for id_ in pure_encode(piece.encode(), encoder, ranks)
+    ]
 
-    It keys a piece of up to 16 bytes by its first and last eight bytes and its
-    length, in far fewer slots than pieces: the words here share their first
-    or last eight bytes, straddle the 8- and 16-byte edges, and have one to
-    several ids, and every repeat must still give pure BPE's ids.
+
+def test_the_short_piece_table_tells_apart_pieces_that_share_bytes() -> None:
+    """Scanned text, from 4,096 cache entries up, also goes through the short-piece table.
+
+    It keys a piece of up to 15 bytes by its first eight bytes, the seven after
+    them and its length: the words here share their first eight bytes or their
+    ends, straddle the 8- and 15-byte edges, and have one to several ids, and
+    every repeat must still give pure BPE's ids.
     """
     encoder, ranks = ab_vocabulary(random.Random(3), ties=False)
     words = [
@@ -297,12 +305,7 @@ def test_the_hot_store_tells_apart_pieces_that_share_ends_and_slots() -> None:
     ]
     random.Random(4).shuffle(words)
     text = " ".join(words)
-    expected = [
-        id_
-        for piece in regex.findall(patterns.GPT2, text)
-        for id_ in pure_encode(piece.encode(), encoder, ranks)
-    ]
-    # 1,024 hot slots (an eighth); the words need the 64-byte lines, which get 7/16 of the rest.
+    expected = _pure_ids(text, encoder, ranks)
     encoding = native.PieceEncoder(encoder, ranks, 8192)
     for _ in range(3):
         out: list[int] = []
@@ -312,6 +315,79 @@ def test_the_hot_store_tells_apart_pieces_that_share_ends_and_slots() -> None:
     hits, misses, _, _ = encoding.cache_info()
     assert hits + misses == 3 * len(words)
     assert hits > len(words)
+
+
+def _few_id_words(chooser: random.Random, vocabulary: Vocabulary, count: int) -> list[str]:
+    """``count`` distinct "ab" words of 3 to 15 letters, each of at most three ids."""
+    encoder, ranks = vocabulary
+    words: dict[str, None] = {}
+    while len(words) < count:
+        word = "".join(chooser.choice("ab") for _ in range(chooser.randint(3, 15)))
+        if len(pure_encode(word.encode(), encoder, ranks)) <= 3:
+            words[word] = None
+    return list(words)
+
+
+def _encode_passes(vocabulary: Vocabulary, words: list[str], passes: int) -> tuple[int, int]:
+    """Encode the words, a line each, ``passes`` times with 4,096 cache entries; ``(hits, misses)``.
+
+    Each pass must give pure BPE's ids. A line break is a piece of its own
+    in GPT-2's pattern, so every word is a piece as it is.
+    """
+    encoder, ranks = vocabulary
+    text = "\n".join(words)
+    expected = _pure_ids(text, encoder, ranks)
+    encoding = native.PieceEncoder(encoder, ranks, 4096)
+    for _ in range(passes):
+        out: list[int] = []
+        encoding.encode_text(text, patterns.GPT2, None, out)
+        assert out == expected
+    hits, misses, _, _ = encoding.cache_info()
+    assert hits + misses == passes * (2 * len(words) - 1)
+    return hits, misses
+
+
+def test_the_short_piece_table_starts_over_when_full() -> None:
+    """Five times as many short pieces as the table holds (half of 4,096 entries).
+
+    It empties itself and fills again, and every pass still gives pure BPE's
+    ids, the pieces it dropped answered by the cache sets behind it.
+    """
+    vocabulary = ab_vocabulary(random.Random(5), ties=False)
+    words = _few_id_words(random.Random(6), vocabulary, 10_000)
+    _encode_passes(vocabulary, words, 3)
+
+
+def _short_piece_slot(piece: bytes, mask: int) -> int:
+    """The home slot ShortPieces gives ``piece`` (``_short_pieces.hpp``: key_of, hash_of)."""
+    head = int.from_bytes(piece[:8], "little")
+    tail = int.from_bytes(piece[8:], "little") | len(piece) << 56
+    rotated = ((tail << 32) | (tail >> 32)) & (2**64 - 1)
+    product = ((head ^ rotated) * 0x9E3779B97F4A7C15) & (2**64 - 1)
+    return (product ^ (product >> 32)) & mask
+
+
+def test_pieces_piled_on_one_slot_still_encode_exactly() -> None:
+    """Sixty pieces with one home slot, more than a probe reaches (16 slots).
+
+    Text can be made to do this, since the key is the piece itself. The
+    pieces are tokens, each one id, so each would be kept: those past the
+    reach are not, and are looked up in the vocabulary again on each pass, a
+    bounded number of reads each. With 4,096 cache entries the table has
+    4,096 slots. Every pass must give the tokens' ids.
+    """
+    chooser = random.Random(7)
+    piled: dict[str, None] = {}
+    while len(piled) < 60:
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        word = "".join(chooser.choice(letters) for _ in range(chooser.randint(2, 15)))
+        if _short_piece_slot(word.encode(), 4095) == 0:
+            piled[word] = None
+    words = list(piled)
+    encoder = {bytes([byte]): byte for byte in range(256)}
+    encoder.update({word.encode(): 256 + index for index, word in enumerate(words)})
+    _, misses = _encode_passes((encoder, {}), words, 4)
+    assert misses == 0  # every piece a token: no BPE ran
 
 
 def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:

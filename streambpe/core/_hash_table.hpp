@@ -21,6 +21,11 @@
 
 namespace streambpe {
 
+// Marks a function that only prefetches. GCC deems such a function free of
+// side effects, and where it is not inlined early it deletes the call as
+// dead code, prefetch and all; inlining it always keeps the prefetch.
+#define PREFETCHER __attribute__((always_inline)) inline
+
 // "No id": an absent token, unit or slot (ids are below 2**32 - 1).
 constexpr uint32_t NONE32 = UINT32_MAX;
 

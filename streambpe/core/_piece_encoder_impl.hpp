@@ -5,8 +5,9 @@
 //                 id, a BPE unit, or both), one cache line per lookup;
 //   PieceMerger   rank-based BPE on one piece (the results of bpe.merge_piece);
 //   PieceCache    a bounded, set-associative cache from piece bytes to ids,
-//                 with a SegmentStore (_segment_store.hpp) of whole stretches
-//                 of text seen twice;
+//                 behind a ShortPieces table (_short_pieces.hpp) that answers
+//                 most short pieces with one read, and with a SegmentStore
+//                 (_segment_store.hpp) of whole stretches of text seen twice;
 //   TextEncoder   scans a str buffer with the built-in pattern scanner and
 //                 sends each piece through the three above, or answers a
 //                 stretch from the segment store.
@@ -27,21 +28,13 @@
 #include <utility>
 #include <vector>
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
-
 #include "_char_atoms.hpp"
 #include "_hash_table.hpp"
 #include "_pretokenize_impl.hpp"
 #include "_segment_store.hpp"
+#include "_short_pieces.hpp"
 
 namespace streambpe {
-
-// Marks a function that only prefetches. GCC deems such a function free of
-// side effects, and where it is not inlined early it deletes the call as
-// dead code, prefetch and all; inlining it always keeps the prefetch.
-#define PREFETCHER __attribute__((always_inline)) inline
 
 // What one byte string is to the encoder; either field may be NONE32.
 struct TokenInfo {
@@ -821,105 +814,6 @@ private:
     size_t full_puts_ = 0;  // pieces stored into a full set
 };
 
-// A small direct-mapped store in front of the LineStores, for the pieces
-// text repeats most. Each entry is 32 bytes and holds a piece of up to 16
-// bytes with up to three outputs, compared as two integers; the store is
-// sized to stay in the core's L2 cache (max_slots), so a hit is answered
-// without the memory reads of the vocabulary or the big stores, which a
-// batch must prefetch and which still cost half of a warm encode. Any piece
-// replaces the one in its slot: measured on o200k with 16,384 slots, this
-// answers 59 % of the pieces of multilingual prose and 95 % of those of
-// source code (the few thousand most frequent pieces carry most of a text).
-class HotStore {
-public:
-    static constexpr size_t MAX_BYTES = 16;
-    static constexpr size_t MAX_OUTPUTS = 3;
-    static constexpr size_t MIN_SLOTS = 16384;  // 512 KiB: the L2 of older cores
-    static constexpr size_t MAX_SLOTS = 65536;  // 2 MiB
-
-    // The most slots worth having here: as many as the core's L2 cache holds
-    // (as the C library reports it), from MIN_SLOTS to MAX_SLOTS. Measured
-    // on a core with 2 MiB of L2, 100,000 warm chat-sized o200k strings took
-    // a median 8.2 us a call with 65,536 slots against 9.4 with 16,384 (six
-    // fresh processes each, in turns), fewer pieces reaching the megabytes
-    // of the vocabulary and the sets; a cold encode of prose or code was the
-    // same within the noise.
-    static size_t max_slots() {
-        static const size_t slots = [] {
-            long l2_bytes = 0;
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-            l2_bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-            size_t fitting = MIN_SLOTS;
-            while (fitting < MAX_SLOTS && l2_bytes > 0 &&
-                   2 * fitting * sizeof(Entry) <= size_t(l2_bytes)) {
-                fitting *= 2;
-            }
-            return fitting;
-        }();
-        return slots;
-    }
-
-    // ``slots`` is zero (no store) or a power of two.
-    explicit HotStore(size_t slots) : entries_(slots), mask_(slots - 1) {}
-
-    // Copies the outputs of ``piece`` to ``outputs`` and returns how many
-    // there are; 0 if the piece is not here.
-    size_t get(const uint8_t* piece, size_t n, uint64_t hash, uint32_t* outputs) const {
-        if (entries_.empty() || n > MAX_BYTES) return 0;
-        const Entry& entry = entries_[slot(hash)];
-        uint64_t head, tail;
-        key(piece, n, head, tail);
-        if (entry.length != n || entry.head != head || entry.tail != tail) return 0;
-        std::memcpy(outputs, entry.outputs, sizeof entry.outputs);
-        return entry.count;
-    }
-
-    // Starts loading the entry get() reads: the text streaming through the
-    // caches pushes the store out of L2 (measured: two fifths of a warm
-    // encode of source code waited on it, unprefetched).
-    PREFETCHER void prefetch(uint64_t hash) const {
-        if (!entries_.empty()) __builtin_prefetch(&entries_[slot(hash)]);
-    }
-
-    void put(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs, size_t count) {
-        if (entries_.empty() || n > MAX_BYTES || count == 0 || count > MAX_OUTPUTS) return;
-        Entry& entry = entries_[slot(hash)];
-        key(piece, n, entry.head, entry.tail);
-        entry.length = uint8_t(n);
-        entry.count = uint8_t(count);
-        std::memcpy(entry.outputs, outputs, 4 * count);
-    }
-
-    void clear() { std::fill(entries_.begin(), entries_.end(), Entry()); }
-
-private:
-    // A piece of up to 16 bytes as two integers: its first eight bytes
-    // (zero-padded) and, past eight, its last eight. With the length this
-    // names the piece exactly, and reads no byte outside it.
-    static void key(const uint8_t* piece, size_t n, uint64_t& head, uint64_t& tail) {
-        head = load_le(piece, n < 8 ? n : 8);
-        tail = n > 8 ? load_le(piece + n - 8, 8) : 0;
-    }
-    // Bits of the hash that neither the vocabulary table (the low ones) nor
-    // the LineStores pick their slots with: those scale the high half to
-    // their sets, so they hang on its top bits, and even MAX_SLOTS reads
-    // only up to bit 35.
-    size_t slot(uint64_t hash) const { return (hash >> 20) & mask_; }
-
-    struct alignas(32) Entry {
-        uint64_t head = 0;
-        uint64_t tail = 0;
-        uint32_t outputs[MAX_OUTPUTS] = {};
-        uint8_t length = 0;
-        uint8_t count = 0;  // 0 marks an empty slot (an empty piece is never stored)
-    };
-    static_assert(sizeof(Entry) == 32, "two entries to a cache line");
-
-    std::vector<Entry> entries_;
-    size_t mask_;
-};
-
 // Piece bytes -> output indexes, bounded by ``maxsize`` entries in all.
 //
 // Three LineStores, by the room a piece and its outputs take: 32-byte lines
@@ -937,10 +831,13 @@ private:
 // (they are rare, and long enough that BPE dwarfs a lookup). maxsize == 0
 // stores nothing.
 //
-// In front of them, from 4,096 entries up, a HotStore of up to an eighth
-// of the entries (at most HotStore::max_slots) answers the most repeated
-// pieces; its entries count towards maxsize. It holds copies, so it is not
-// counted in size(); a hit there is a hit like any other.
+// In front of them, from 4,096 entries up, a ShortPieces table of up to
+// maxsize / 2 pieces (32 bytes per entry of maxsize, 16 MiB at the default
+// size) answers pieces of up to 15 bytes, tokens and merged pieces alike.
+// What it holds the vocabulary or the LineStores hold too, so it is not
+// counted in size(); a hit there is a hit like any other. (Taking its
+// entries out of maxsize instead halved the LineStores: a second 8 MiB of
+// prose after a first then ran BPE on many more of its pieces.)
 //
 // Beside them, from 4,096 entries up, a SegmentStore keeps the outputs of
 // whole stretches of text, 32 bytes of it per entry of maxsize in each of its
@@ -951,27 +848,28 @@ class PieceCache {
 public:
     explicit PieceCache(size_t maxsize)
         : maxsize_(maxsize),
-          segments_(maxsize < HOT_MIN_ENTRIES ? 0 : SEGMENT_BYTES_PER_ENTRY * maxsize),
-          hot_(hot_slots(maxsize)),
+          segments_(maxsize < SHORT_MIN_ENTRIES ? 0 : SEGMENT_BYTES_PER_ENTRY * maxsize),
+          short_(short_entries(maxsize)),
           narrow_(narrow_entries(maxsize)),
-          middle_(main_entries(maxsize) - narrow_entries(maxsize) - wide_entries(maxsize)),
+          middle_(maxsize - narrow_entries(maxsize) - wide_entries(maxsize)),
           wide_(wide_entries(maxsize)) {}
 
-    // Copies the outputs of ``piece`` to ``outputs`` (room for
-    // HotStore::MAX_OUTPUTS) if the hot store has it, counting a hit, and
-    // returns how many; 0, counting nothing, if it has not.
-    size_t get_hot(const uint8_t* piece, size_t n, uint64_t hash, uint32_t* outputs) {
-        const size_t count = hot_.get(piece, n, hash, outputs);
-        hits_ += count > 0;
-        return count;
+    // Whether pieces of up to ShortPieces::MAX_BYTES bytes go to find_short.
+    bool short_pieces() const { return short_.enabled(); }
+
+    // The entry of a short piece (``hash == ShortPieces::hash_of(key)``),
+    // counting a hit; nullptr, counting nothing, if it is not there.
+    const ShortPieces::Entry* find_short(ShortPieces::Key key, uint64_t hash) {
+        const ShortPieces::Entry* entry = short_.find(key, hash);
+        hits_ += entry != nullptr;
+        return entry;
     }
 
-    PREFETCHER void prefetch_hot(uint64_t hash) const { hot_.prefetch(hash); }
+    PREFETCHER void prefetch_short(uint64_t hash) const { short_.prefetch(hash); }
 
-    // Keeps the outputs of a piece just encoded otherwise in the hot store.
-    void put_hot(const uint8_t* piece, size_t n, uint64_t hash, const uint32_t* outputs,
-                 size_t count) {
-        hot_.put(piece, n, hash, outputs, count);
+    // Keeps the outputs of a short piece find_short missed, encoded otherwise.
+    void put_short(ShortPieces::Key key, uint64_t hash, const uint32_t* outputs, size_t count) {
+        short_.put(key, hash, outputs, count);
     }
 
     // Appends the cached outputs of ``piece`` to ``out`` and returns true on
@@ -1008,7 +906,7 @@ public:
 
     void clear() {
         segments_.clear();
-        hot_.clear();
+        short_.clear();
         narrow_.clear();
         middle_.clear();
         wide_.clear();
@@ -1039,23 +937,18 @@ private:
     static_assert(Narrow::AREA >= 4 * 5, "a piece of four bytes and four ids fits a narrow line");
     static_assert(Middle::AREA >= 11 * 5, "a piece of eleven bytes and eleven ids fits a middle line");
 
-    static constexpr size_t HOT_MIN_ENTRIES = 4096;
+    static constexpr size_t SHORT_MIN_ENTRIES = 4096;
     static constexpr size_t SEGMENT_BYTES_PER_ENTRY = 32;
-    // An eighth of the entries at most: 65,536 of the default 524,288.
-    static size_t hot_slots(size_t maxsize) {
-        if (maxsize < HOT_MIN_ENTRIES) return 0;
-        size_t slots = HotStore::max_slots();
-        while (slots > maxsize / 8) slots /= 2;
-        return slots;
+    static size_t short_entries(size_t maxsize) {
+        return maxsize < SHORT_MIN_ENTRIES ? 0 : maxsize / 2;
     }
-    static size_t main_entries(size_t maxsize) { return maxsize - hot_slots(maxsize); }
     // Rounded up, so that a cache of one entry still keeps a short piece.
-    static size_t narrow_entries(size_t maxsize) { return (main_entries(maxsize) + 1) / 2; }
-    static size_t wide_entries(size_t maxsize) { return main_entries(maxsize) / 16; }
+    static size_t narrow_entries(size_t maxsize) { return (maxsize + 1) / 2; }
+    static size_t wide_entries(size_t maxsize) { return maxsize / 16; }
 
     size_t maxsize_;
     SegmentStore segments_;
-    HotStore hot_;
+    ShortPieces short_;
     Narrow narrow_;
     Middle middle_;
     Wide wide_;
@@ -1270,7 +1163,7 @@ private:
         SegmentStore::Found found;
         if (segments.find(key, n, key_unit_size, hash, found)) {
             // Not out.insert: a second call site of that template made GCC
-            // stop inlining it into flush(), where it copies every hot-store
+            // stop inlining it into flush(), where it copies every short-piece
             // hit (measured: a fifth more time for a cold encode of code).
             const size_t at = out.size();
             out.resize(at + found.count);
@@ -1357,22 +1250,30 @@ private:
             return ascii ? static_cast<const uint8_t*>(data) + pending.first
                          : utf8_.data() + pending.first;
         };
-        // Pieces wait in a small batch: their vocabulary slots and cache sets
-        // are prefetched as they arrive, so the lookups of one batch overlap
+        // Pieces wait in a small batch: what their lookups read is
+        // prefetched as they arrive, so the lookups of one batch overlap
         // their memory latency instead of paying it one piece at a time.
         auto flush = [&]() {
-            // Read ahead what the lookups will need: the vocabulary for a
-            // piece that may be a token, the cache for the others. The
-            // filter's answer is read here, a batch after its word was
-            // prefetched, not while scanning: there a branch on a word still
-            // in flight stalled the scan on every piece (a quarter of a
-            // warm encode of source code).
-            // A piece the hot store answers needs neither: its outputs are
-            // copied now, before a later piece of the batch takes its slot.
+            // A short piece's entry in the ShortPieces table was prefetched
+            // while scanning; the outputs of one found there are copied now,
+            // before a later piece of the batch can make the table start
+            // over. For the other pieces, read ahead what their lookups will
+            // need: the vocabulary for a piece that may be a token, the
+            // cache sets for the others. The filter's answer is read here, a
+            // batch after its word was prefetched, not while scanning: there
+            // a branch on a word still in flight stalled the scan on every
+            // piece (a quarter of a warm encode of source code).
             for (Pending& pending : batch_) {
-                pending.hot = uint8_t(cache_.get_hot(piece_of(pending), pending.size,
-                                                     pending.hash, pending.outputs));
-                if (pending.hot > 0) continue;
+                if (pending.short_key) {
+                    const ShortPieces::Entry* found = cache_.find_short(
+                        ShortPieces::key_of(piece_of(pending), pending.size), pending.hash);
+                    if (found != nullptr) {
+                        pending.found = uint8_t(found->count);
+                        std::memcpy(pending.outputs, found->outputs, sizeof pending.outputs);
+                        continue;
+                    }
+                    pending.hash = hash_bytes(piece_of(pending), pending.size);
+                }
                 pending.may_be_token = merger_->may_be_token(pending.hash);
                 if (pending.may_be_token) {
                     merger_->prefetch(pending.hash);
@@ -1381,8 +1282,8 @@ private:
                 }
             }
             for (const Pending& pending : batch_) {
-                if (pending.hot > 0) {
-                    out.insert(out.end(), pending.outputs, pending.outputs + pending.hot);
+                if (pending.found > 0) {
+                    out.insert(out.end(), pending.outputs, pending.outputs + pending.found);
                 } else {
                     const uint8_t* piece = piece_of(pending);
                     const size_t first = out.size();
@@ -1391,8 +1292,11 @@ private:
                         problem.position = pending.start;
                         return false;
                     }
-                    cache_.put_hot(piece, pending.size, pending.hash, out.data() + first,
-                                   out.size() - first);
+                    if (pending.short_key) {
+                        const ShortPieces::Key key = ShortPieces::key_of(piece, pending.size);
+                        cache_.put_short(key, ShortPieces::hash_of(key), out.data() + first,
+                                         out.size() - first);
+                    }
                 }
                 if (count_only) {
                     problem.counted += out.size();
@@ -1403,10 +1307,11 @@ private:
             utf8_.clear();
             return true;
         };
+        const bool short_pieces = cache_.short_pieces();
         problem.stopped = pretokenize::scan_typed_pieces_of_kind(
             pattern, table, unit_size, data, length,
             [&](auto units, size_t start, size_t end) {
-                Pending pending{start, start, end - start, 0, false, 0, {}};
+                Pending pending{start, start, end - start, 0, false, false, 0, {}};
                 if (!ascii) {
                     pending.first = utf8_.size();
                     const size_t written =
@@ -1418,9 +1323,15 @@ private:
                     }
                     pending.size = utf8_.size() - pending.first;
                 }
-                pending.hash = hash_bytes(piece_of(pending), pending.size);
-                cache_.prefetch_hot(pending.hash);
-                merger_->prefetch_may_be_token(pending.hash);
+                const uint8_t* piece = piece_of(pending);
+                if (short_pieces && pending.size <= ShortPieces::MAX_BYTES) {
+                    pending.short_key = true;
+                    pending.hash = ShortPieces::hash_of(ShortPieces::key_of(piece, pending.size));
+                    cache_.prefetch_short(pending.hash);
+                } else {
+                    pending.hash = hash_bytes(piece, pending.size);
+                    merger_->prefetch_may_be_token(pending.hash);
+                }
                 batch_.push_back(pending);
                 if (batch_.size() < BATCH) return true;
                 return flush() && out.size() < budget;
@@ -1432,17 +1343,20 @@ private:
 
     // A piece of the text waiting in the batch: its code units start at
     // ``start``; its UTF-8 is ``size`` bytes at ``first`` in the text (ASCII)
-    // or in utf8_; ``hash`` and ``may_be_token`` are its hash and what the
-    // vocabulary filter says of it; ``hot`` counts the ``outputs`` the hot
-    // store gave it (0: it gave none).
+    // or in utf8_. ``short_key`` says it is looked up in the ShortPieces
+    // table first: ``hash`` is its ShortPieces::hash_of until then, and
+    // ``found`` counts the ``outputs`` it found there (0: none). Otherwise
+    // ``hash`` is its hash_bytes and ``may_be_token`` what the vocabulary
+    // filter says of it.
     struct Pending {
         size_t start;
         size_t first;
         size_t size;
         uint64_t hash;
         bool may_be_token;
-        uint8_t hot;
-        uint32_t outputs[HotStore::MAX_OUTPUTS];
+        bool short_key;
+        uint8_t found;
+        uint32_t outputs[ShortPieces::MAX_OUTPUTS];
     };
     static constexpr size_t BATCH = 32;
 
