@@ -832,8 +832,8 @@ private:
 // stores nothing.
 //
 // In front of them, from 4,096 entries up, a ShortPieces table of up to
-// maxsize / 2 pieces (32 bytes per entry of maxsize, 16 MiB at the default
-// size) answers pieces of up to 15 bytes, tokens and merged pieces alike.
+// maxsize / 2 pieces (32-byte slots, as many as maxsize rounded up to a
+// power of two: 16 MiB at the default size) answers pieces of up to 15 bytes, tokens and merged pieces alike.
 // What it holds the vocabulary or the LineStores hold too, so it is not
 // counted in size(); a hit there is a hit like any other. (Taking its
 // entries out of maxsize instead halved the LineStores: a second 8 MiB of
