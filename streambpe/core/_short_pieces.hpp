@@ -128,9 +128,6 @@ public:
     // Empties the table and gives its memory back.
     void clear() { release(); }
 
-    // How many pieces it holds.
-    size_t size() const { return size_; }
-
 private:
     void release() {
         free_table(slots_, capacity_ * sizeof(Entry));
