@@ -10,6 +10,22 @@
 
 namespace streambpe {
 
+// Masks that keep the first n bytes of a piece's head (HEAD_MASKS) and the
+// n - 8 bytes after them (TAIL_MASKS), for n up to ShortPieces::MAX_BYTES.
+struct ByteMasks {
+    uint64_t of[16];
+};
+constexpr ByteMasks byte_masks(int skip) {
+    ByteMasks masks{};
+    for (int n = 0; n < 16; ++n) {
+        const int kept = n - skip < 0 ? 0 : n - skip > 8 ? 8 : n - skip;
+        masks.of[n] = kept == 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * kept)) - 1;
+    }
+    return masks;
+}
+constexpr ByteMasks HEAD_MASKS = byte_masks(0);
+constexpr ByteMasks TAIL_MASKS = byte_masks(8);
+
 // Pieces of up to MAX_BYTES bytes -> their outputs (one to MAX_OUTPUTS of
 // them), whether the piece is a token or needed BPE.
 //
@@ -52,6 +68,16 @@ public:
     static Key key_of(const uint8_t* piece, size_t n) {
         return Key{load_le(piece, n < 8 ? n : 8),
                    (n > 8 ? load_le(piece + 8, n - 8) : 0) | uint64_t(n) << 56};
+    }
+    // key_of for a piece followed by enough bytes that 16 may be read from
+    // its start: two whole loads, masked, without key_of's branches on the
+    // length. Only for bytes written long before (a str's own buffer): a
+    // load over bytes just stored would wait for them (see load_le).
+    static Key key_of_padded(const uint8_t* piece, size_t n) {
+        uint64_t head, tail;
+        std::memcpy(&head, piece, 8);
+        std::memcpy(&tail, piece + 8, 8);
+        return Key{head & HEAD_MASKS.of[n], (tail & TAIL_MASKS.of[n]) | uint64_t(n) << 56};
     }
     // One multiply: the key is the piece itself, so this need not be strong,
     // only spread keys over the slots (its high half folds into the low bits
