@@ -89,11 +89,14 @@ enum AsciiKind : uint8_t {
     ASCII_OTHER,
 };
 
+// Indexed by any byte: those of 0x80 and up are ASCII_BEYOND, so a one-byte
+// text needs no test of its own before the lookup.
 struct AsciiKinds {
-    uint8_t of[0x80];
+    uint8_t of[0x100];
     constexpr AsciiKinds() : of() {
-        for (unsigned c = 0; c < 0x80; ++c) {
-            of[c] = c >= 'a' && c <= 'z'   ? ASCII_LOWER
+        for (unsigned c = 0; c < 0x100; ++c) {
+            of[c] = c >= 0x80              ? ASCII_BEYOND
+                    : c >= 'a' && c <= 'z' ? ASCII_LOWER
                     : c >= 'A' && c <= 'Z' ? ASCII_UPPER
                     : c >= '0' && c <= '9' ? ASCII_DIGIT
                     : c == '\r' || c == '\n' ? ASCII_NEWLINE
@@ -415,6 +418,7 @@ class Scanner {
 
     uint8_t ascii_kind(size_t k) const {
         if (k >= n_) return ASCII_END;
+        if constexpr (sizeof(Unit) == 1) return ASCII_KINDS.of[text_[k]];
         return text_[k] < 0x80 ? ASCII_KINDS.of[text_[k]] : ASCII_BEYOND;
     }
 
