@@ -439,9 +439,10 @@ class Scanner {
         return ascii_kind(k) == ASCII_BEYOND ? NO_MATCH : k;
     }
 
-    // o200k_piece at i (ASCII), or NO_MATCH to leave it to the general rules.
+    // o200k_piece at i (ASCII, so within the text), or NO_MATCH to leave it
+    // to the general rules.
     size_t o200k_ascii_piece(size_t i) const {
-        const uint8_t here = ascii_kind(i);
+        const uint8_t here = ASCII_KINDS.of[text_[i]];
         if (is_ascii_letter(here)) return o200k_ascii_word(i);
         if (here == ASCII_DIGIT) return ascii_digits(i);
         if (here == ASCII_NEWLINE) return o200k_ascii_space(i);

@@ -103,7 +103,6 @@ public:
             while (capacity < 2 * limit) capacity *= 2;
         }
         capacity_ = capacity;
-        mask_ = capacity - 1;
     }
     ShortPieces(const ShortPieces&) = delete;
     ShortPieces& operator=(const ShortPieces&) = delete;
@@ -112,13 +111,10 @@ public:
     bool enabled() const { return limit_ > 0; }
 
     // Starts loading the entry a lookup of ``hash`` reads first.
-    PREFETCHER void prefetch(uint64_t hash) const {
-        if (slots_ != nullptr) __builtin_prefetch(&slots_[hash & mask_]);
-    }
+    PREFETCHER void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
     // The entry of ``key`` (``hash == hash_of(key)``), or nullptr.
     const Entry* find(Key key, uint64_t hash) const {
-        if (slots_ == nullptr) return nullptr;
         size_t i = hash & mask_;
         for (size_t probe = 0; probe < MAX_PROBE; ++probe, i = (i + 1) & mask_) {
             const Entry& entry = slots_[i];
@@ -133,9 +129,10 @@ public:
     void put(Key key, uint64_t hash, const uint32_t* outputs, size_t count) {
         if (limit_ == 0 || count == 0 || count > MAX_OUTPUTS) return;
         if (size_ >= limit_) release();  // full: start over
-        if (slots_ == nullptr) {
+        if (slots_ == &NO_SLOTS) {
             // Zeroed memory, touched only where entries land.
             slots_ = static_cast<Entry*>(allocate_table(capacity_ * sizeof(Entry)));
+            mask_ = capacity_ - 1;
         }
         size_t i = hash & mask_;
         for (size_t probe = 0; probe < MAX_PROBE; ++probe, i = (i + 1) & mask_) {
@@ -156,15 +153,22 @@ public:
 
 private:
     void release() {
-        free_table(slots_, capacity_ * sizeof(Entry));
-        slots_ = nullptr;
+        if (slots_ != &NO_SLOTS) free_table(slots_, capacity_ * sizeof(Entry));
+        slots_ = &NO_SLOTS;
+        mask_ = 0;
         size_ = 0;
     }
 
+    // What ``slots_`` points at before the table is allocated: one free
+    // entry (never written), with ``mask_`` 0, so a lookup finds nothing and
+    // a prefetch reads it, and neither tests for a table first (those tests
+    // were 1.4 % of the instructions of a cold encode of source code).
+    static inline Entry NO_SLOTS{};
+
     size_t limit_;
     size_t capacity_;
-    size_t mask_;
-    Entry* slots_ = nullptr;  // allocated on the first put
+    size_t mask_ = 0;           // capacity_ - 1 once the table is allocated
+    Entry* slots_ = &NO_SLOTS;  // allocated on the first put
     size_t size_ = 0;
 };
 
