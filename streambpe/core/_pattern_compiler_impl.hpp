@@ -38,8 +38,10 @@ namespace streambpe {
 namespace pretokenize {
 
 // Calls `emit` for one piece; an `emit` that returns bool may stop the scan.
+// Forced inline, as the scan loops call it for every piece (see
+// scan_typed_pieces_of_kind).
 template <class Emit>
-inline bool emit_piece(Emit& emit, size_t start, size_t end) {
+__attribute__((always_inline)) inline bool emit_piece(Emit& emit, size_t start, size_t end) {
     if constexpr (std::is_void_v<decltype(emit(start, end))>) {
         emit(start, end);
         return true;

@@ -592,7 +592,11 @@ size_t scan_typed_pieces_of_kind(Pattern pattern, const ClassTable& table, int u
     return with_unit_type(unit_size, data, [&](auto units) {
         return scan_pieces(
             pattern, table, units, length,
-            [&](size_t start, size_t end) { return emit(units, start, end); }, from);
+            // Inlined, with the caller's emit, into each scan loop: a call
+            // a piece cost about 18 instructions of saving registers (callgrind).
+            [&](size_t start, size_t end)
+                __attribute__((always_inline)) { return emit(units, start, end); },
+            from);
     });
 }
 

@@ -113,6 +113,23 @@ public:
     // Starts loading the entry a lookup of ``hash`` reads first.
     PREFETCHER void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
+    static bool holds(const Entry& entry, Key key) {
+        return entry.head == key.head && entry.tail == key.tail;
+    }
+
+    // The table's entries as they are until the next put, held by a caller
+    // that reads the first entry of many lookups in a loop: the table's own
+    // fields would be read again after every store the loop makes.
+    struct Slots {
+        const Entry* entries;
+        size_t mask;
+        // The entry a lookup of ``hash`` reads first.
+        const Entry& first(uint64_t hash) const { return entries[hash & mask]; }
+        // Whether that entry is the one of ``key`` (``hash == hash_of(key)``).
+        bool first_holds(uint64_t hash, Key key) const { return holds(first(hash), key); }
+    };
+    Slots slots() const { return Slots{slots_, mask_}; }
+
     // The entry of ``key`` (``hash == hash_of(key)``), or nullptr.
     const Entry* find(Key key, uint64_t hash) const {
         size_t i = hash & mask_;
