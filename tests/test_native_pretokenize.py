@@ -112,6 +112,46 @@ def test_hand_picked(pattern: str, text: str) -> None:
     assert native.Pretokenizer(pattern).pieces(text) == regex.findall(pattern, text)
 
 
+#: What may follow a run: each ASCII class, a contraction, Latin-1 letters and
+#: a Latin-1 space (beyond ASCII, where the ASCII path must hand over to the
+#: general rules), and the end of the text.
+RUN_FOLLOWERS = [
+    "",
+    "A",
+    "b",
+    "7",
+    "'s",
+    "'LL",
+    "\n",
+    "\r\n",
+    "\t",
+    "!",
+    "\xe9",
+    "\xdf",
+    "\xa0",
+    "\xc9",
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
+@pytest.mark.parametrize("head", ["Z", "\u4e00"], ids=["one-byte", "two-byte"])
+def test_long_runs_of_small_letters_and_spaces(pattern: str, head: str) -> None:
+    """Runs of 0-40 small letters or spaces, each follower, then 0-18 characters more.
+
+    The o200k scanner reads these runs 16 bytes at a time in one-byte text
+    while 16 bytes are left (``ascii_range_end``), and one at a time after
+    that or in wider text: runs that end before, at and after each 16-byte
+    step, with the end of the text at every distance from the run's end.
+    """
+    pretokenizer = native.Pretokenizer(pattern)
+    for run_character in ("x", " "):
+        for length in range(41):
+            for follower in RUN_FOLLOWERS:
+                for tail in ("", "ab", "a" * 17, " " * 15 + "q"):
+                    text = head + run_character * length + follower + tail
+                    assert pretokenizer.pieces(text) == regex.findall(pattern, text), text
+
+
 # --------------------------------------------------------------------------- property tests
 
 #: Characters at class boundaries, each listed with why it is interesting.
