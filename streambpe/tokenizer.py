@@ -142,7 +142,13 @@ class Tokenizer(Encoder):
         tokenizer = cls.__new__(cls)
         vocab = dict(zip(ranks.values(), ranks.keys(), strict=True))
         Encoder.__init__(
-            tokenizer, vocab, ranks, special_tokens or {}, pattern=pattern, cache_size=cache_size
+            tokenizer,
+            vocab,
+            ranks,
+            special_tokens or {},
+            pattern=pattern,
+            cache_size=cache_size,
+            token_ids=ranks,
         )
         tokenizer._merges = None
         tokenizer._hf_document = None

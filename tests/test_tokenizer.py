@@ -775,3 +775,29 @@ def test_encode_iterable_memory_stays_bounded_while_iterating(r50k_ranks: dict[b
             assert peak_growth < MEMORY_BOUND, f"RSS grew {peak_growth / 2**20:.1f} MiB"
     assert produced >= STREAM_CHARACTERS
     assert count > STREAM_CHARACTERS // 10
+
+
+@pytest.mark.parametrize(
+    "special_tokens",
+    [{}, {"<|end|>": 259}, {"<|end|>": 258}],
+    ids=["no-specials", "special-with-a-new-id", "special-on-its-own-bytes-id"],
+)
+def test_from_ranks_token_to_id_map_is_the_one_built_from_the_vocabulary(
+    special_tokens: dict[str, int],
+) -> None:
+    """from_ranks hands its ranks over as the token -> id map when they are one.
+
+    That spares turning the vocabulary around again while loading, and must
+    give the map the vocabulary would. A special token on the id the ranks
+    give its own bytes leaves the ordinary vocabulary, and the map, without
+    it: then the ranks are not the map.
+    """
+    ranks = {bytes([byte]): byte for byte in range(256)}
+    ranks |= {b"hi": 256, b"hit": 257, b"<|end|>": 258}
+    tokenizer = Tokenizer.from_ranks(ranks, pattern="gpt2", special_tokens=special_tokens)
+    built = streambpe.encode.encoder._lowest_id_of_each_token(tokenizer._ordinary_vocab)
+    assert tokenizer._encoder == built
+    assert (b"<|end|>" in built) == (258 not in special_tokens.values())
+    assert tokenizer.encode("hit<|end|>", allowed_special="all") == (
+        [257, special_tokens["<|end|>"]] if special_tokens else [257, *b"<|end|>"]
+    )

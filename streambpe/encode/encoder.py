@@ -104,6 +104,9 @@ class Encoder:
         pipeline: a ``tokenizer.json``'s steps around the model (normalizer,
             added tokens with their options, template); the special tokens
             are then its added tokens, found as it says.
+        token_ids: ``vocab`` turned around (token bytes -> id), if the caller
+            built ``vocab`` from it and so holds it already (``from_ranks``);
+            used only when it has as many entries as ``vocab``.
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class Encoder:
         pattern: Pretokenization = GPT2,
         cache_size: int = DEFAULT_CACHE_SIZE,
         pipeline: TextPipeline | None = None,
+        token_ids: Mapping[bytes, int] | None = None,
     ) -> None:
         self.pattern: Pretokenization = (
             resolve_pattern(pattern) if isinstance(pattern, str) else checked_steps(pattern)
@@ -131,7 +135,17 @@ class Encoder:
             self._ordinary_vocab = {i: b for i, b in vocab.items() if i not in special_id_set}
         else:
             self._ordinary_vocab = dict(vocab)
-        self._encoder: dict[bytes, int] = _lowest_id_of_each_token(self._ordinary_vocab)
+        if (
+            token_ids is not None
+            and len(token_ids) == len(vocab)
+            and len(self._ordinary_vocab) == len(vocab)
+        ):
+            # vocab is token_ids turned around, one id per token and no
+            # special id among them: a copy of token_ids is the inverse,
+            # without building it again (29 ms for o200k, cProfile).
+            self._encoder: dict[bytes, int] = dict(token_ids)
+        else:
+            self._encoder = _lowest_id_of_each_token(self._ordinary_vocab)
         missing = [
             byte
             for byte in range(256)
