@@ -24,17 +24,23 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Sized
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
-from multiprocessing.connection import wait
-from multiprocessing.process import BaseProcess
-from multiprocessing.queues import SimpleQueue
 from threading import Thread
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from streambpe.errors import WorkerError
+
+# The process pool's modules are imported when a process pool is made:
+# concurrent.futures.process brings in multiprocessing, 16 ms of the 0.1 s
+# that importing streambpe took (python -X importtime), and encoding never
+# needs it.
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.queues import SimpleQueue
 
 ResultT = TypeVar("ResultT")
 
@@ -138,6 +144,8 @@ def process_pool(
     ...     pool.submit(abs, -1).result()
     1
     """
+    from concurrent.futures import ProcessPoolExecutor
+
     executor = ProcessPoolExecutor(
         max_workers=workers,
         initializer=_ignore_sigint_then,
@@ -156,9 +164,18 @@ def _lost_a_worker(executor: Executor) -> bool:
     # A pool worker only exits when the pool shuts down, so one that is gone
     # while results are awaited died. Waiting on the sentinels does not reap
     # the process, which stays the pool's own business.
-    if not isinstance(executor, ProcessPoolExecutor):
-        return False
+    process_pools = sys.modules.get("concurrent.futures.process")
+    if process_pools is None or not isinstance(executor, process_pools.ProcessPoolExecutor):
+        return False  # not a process pool: none was ever made
+    from multiprocessing.connection import wait
+
     return bool(wait([process.sentinel for process in _workers(executor)], timeout=0))
+
+
+def _is_broken_process_pool(error: BaseException) -> bool:
+    """Whether ``error`` is a ``BrokenProcessPool`` (only a process pool, once made, raises one)."""
+    process_pools = sys.modules.get("concurrent.futures.process")
+    return process_pools is not None and isinstance(error, process_pools.BrokenProcessPool)
 
 
 def result_or_worker_error(executor: Executor, future: Future[ResultT]) -> ResultT:
@@ -175,8 +192,10 @@ def result_or_worker_error(executor: Executor, future: Future[ResultT]) -> Resul
         except TimeoutError:
             if _lost_a_worker(executor):
                 raise WorkerError(_WORKER_DIED) from None
-        except BrokenProcessPool as exc:
-            raise WorkerError(_WORKER_DIED) from exc
+        except Exception as exc:
+            if _is_broken_process_pool(exc):
+                raise WorkerError(_WORKER_DIED) from exc
+            raise
 
 
 @contextmanager
