@@ -1307,9 +1307,13 @@ private:
                     span.hash = ShortPieces::hash_of(span.key);
                     cache_.prefetch_short(span.hash);
                 } else {
+                    // Its lookup in emit_chunk reads entry 0, which never
+                    // holds LONG_KEY and stays in cache, instead of a random
+                    // entry that is read only to fail.
                     span.key = LONG_KEY;
-                    span.hash = hash_bytes(piece, span.size);
-                    merger_->prefetch_may_be_token(span.hash);
+                    span.hash = 0;
+                    span.piece_hash = hash_bytes(piece, span.size);
+                    merger_->prefetch_may_be_token(span.piece_hash);
                 }
                 if (++count < CHUNK) return true;
                 return emit() && out.size() < budget;
@@ -1321,10 +1325,11 @@ private:
 
     // A piece of the text waiting in the chunk: its code units start at
     // ``start``; its UTF-8 is ``size`` bytes at ``first`` in the text (ASCII)
-    // or in utf8_. A short piece has its ShortPieces ``key`` and ``hash``; a
-    // longer one has LONG_KEY, and its hash_bytes as ``hash``. Once
-    // ``prepared`` (read_ahead), ``piece_hash`` is its hash_bytes and
-    // ``may_be_token`` what the vocabulary filter says of it.
+    // or in utf8_. A short piece has its ShortPieces ``key`` and ``hash``,
+    // and its hash_bytes as ``piece_hash`` once ``prepared`` (read_ahead);
+    // a longer one has LONG_KEY, ``hash`` 0 and its ``piece_hash`` at once.
+    // ``may_be_token``, once prepared, is what the vocabulary filter says
+    // of the piece.
     struct Span {
         ShortPieces::Key key;
         uint64_t hash;
@@ -1395,7 +1400,7 @@ private:
     // prefetches what encode_hashed will read for it: its vocabulary slot if
     // the filter says it may be a token, its cache sets otherwise.
     __attribute__((noinline)) void read_ahead(Span& span, const uint8_t* piece) {
-        span.piece_hash = is_short(span) ? hash_bytes(piece, span.size) : span.hash;
+        if (is_short(span)) span.piece_hash = hash_bytes(piece, span.size);
         span.may_be_token = merger_->may_be_token(span.piece_hash);
         if (span.may_be_token) {
             merger_->prefetch(span.piece_hash);
