@@ -463,6 +463,39 @@ def test_encoded_ids_are_appended_and_hold_their_own_references(r50k_encoding: A
     assert sys.getrefcount(token) == before
 
 
+def test_one_kernel_follows_the_pattern_of_each_call(
+    r50k_ranks: dict[bytes, int], r50k_encoding: Any
+) -> None:
+    """The kernel keeps what it resolved for the last pattern; a call with another must not reuse it.
+
+    The text is cut differently by each pattern (GPT-2 splits "  x" and
+    keeps digits in one run, cl100k takes three digits at a time, the
+    custom one splits every character), so a call that scanned with the
+    previous call's pattern gives other ids.
+    """
+    text = "Hello  world 1234567 don't\n\n  x" * 3
+    custom = r"\S|\s"
+    custom_pretokenizer = native.Pretokenizer(custom)
+    calls = [
+        (patterns.GPT2, None),
+        (patterns.CL100K, None),
+        (custom, custom_pretokenizer),
+        (patterns.GPT2, None),
+        (custom, custom_pretokenizer),
+        (patterns.CL100K, None),
+    ]
+    for pattern, pretokenizer in calls:
+        out: list[int] = []
+        r50k_encoding.encode_text(text, pattern, pretokenizer, out)
+        expected: list[int] = []
+        native.PieceEncoder(r50k_ranks, r50k_ranks, 4096).encode_pieces(
+            regex.findall(pattern, text), expected
+        )
+        assert out == expected, pattern
+        ids = r50k_encoding.encode_with_specials(text, pattern, pretokenizer, (), ())
+        assert ids == expected, pattern
+
+
 def long_pieces(size: int) -> dict[str, bytes]:
     """The long pieces that make quadratic merging hang, about ``size`` bytes each."""
     return {

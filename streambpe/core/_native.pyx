@@ -664,6 +664,14 @@ cdef class PieceEncoder:
     # The int objects this encoder puts in lists: the vocabulary's, or, in a
     # fork, copies of its own (made on first use; see _id_objects).
     cdef list ids
+    # What _native_scan resolved last, for these very objects: an encoder
+    # passes the same pattern and pretokenizer on every call, and resolving
+    # them again (dictionary lookups, the class table) was a fifth of the
+    # kernel's work on a short text.
+    cdef object scan_pattern
+    cdef object scan_pretokenizer
+    cdef Pattern scanned
+    cdef const ClassTable* scan_table
     cdef object __weakref__
 
     def __cinit__(self, dict encoder, dict ranks, Py_ssize_t cache_size, *, _Vocabulary shared=None):
@@ -856,15 +864,27 @@ cdef class PieceEncoder:
     cdef int _native_scan(self, pattern, pretokenizer, Pattern* scanned,
                           const ClassTable** table) except -1:
         """1 and the pattern to scan with if ``text`` is scanned here, 0 if ``pretokenizer`` cuts it."""
+        if self.scan_table != NULL and pattern is self.scan_pattern and (
+            pretokenizer is self.scan_pretokenizer
+        ):
+            scanned[0] = self.scanned
+            table[0] = self.scan_table
+            return 1
         if isinstance(pattern, str) and pattern in _PATTERNS:
             scanned[0] = builtin_pattern(_PATTERNS[pattern])
             table[0] = _shared_table()
-            return 1
-        if isinstance(pretokenizer, Pretokenizer):
+        elif isinstance(pretokenizer, Pretokenizer):
             scanned[0] = (<Pretokenizer>pretokenizer)._encoding_pattern()
             table[0] = (<Pretokenizer>pretokenizer)._table
-            return 1
-        return 0
+        else:
+            return 0
+        # Both objects are held, so neither the identities nor the
+        # pretokenizer's program and table can go while this is kept.
+        self.scan_pattern = pattern
+        self.scan_pretokenizer = pretokenizer
+        self.scanned = scanned[0]
+        self.scan_table = table[0]
+        return 1
 
     def encode_text(
         self, str text not None, pattern not None, pretokenizer, list out not None,
@@ -912,12 +932,15 @@ cdef class PieceEncoder:
         cdef Pattern scanned
         cdef const ClassTable* table
         cdef Py_ssize_t index
-        cdef tuple present = tuple([
-            index for index in range(len(special_tokens)) if special_tokens[index] in text
-        ])
+        # Which tokens occur, in a C vector: most texts hold none, and a
+        # tuple and a list built for nothing were a tenth of a short call.
+        cdef vector[Py_ssize_t] present
+        for index in range(len(special_tokens)):
+            if special_tokens[index] in text:
+                present.push_back(index)
         if not self._native_scan(pattern, pretokenizer, &scanned, &table):
             self._encode_by_pieces(text, pretokenizer, out, _special_tuples(
-                text, special_tokens, special_ids, present
+                text, special_tokens, special_ids, tuple([index for index in present])
             ))
             return out
         PyUnicode_READY(text)
@@ -931,7 +954,7 @@ cdef class PieceEncoder:
         cdef const void* data = PyUnicode_DATA(text)
         cdef size_t length = PyUnicode_GET_LENGTH(text)
         cdef uint32_t first_special = <uint32_t>self.vocabulary.id_values.size()
-        if present:
+        if not present.empty():
             _searched_tokens(tuple([special_tokens[index] for index in present]), searched)
             if length >= _SEARCH_WITH_GIL:
                 with nogil:

@@ -21,7 +21,7 @@ import threading
 from array import array
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from streambpe import core
@@ -465,9 +465,9 @@ class Encoder:
                 else 1
             )
             if workers > 1:
-
-                def run(scanner: SpecialTokenScanner, text: str) -> list[int]:
-                    return self._encode_in_parts(scanner, text, workers)
+                # A partial, not a closure: a closure over ``self`` made it a
+                # cell, created on every call, short ones included.
+                run = partial(self._encode_in_parts, workers=workers)
 
         ids = self._run_with_policy(run, text, allowed_special, disallowed_special)
         template = self.pipeline.template if self.pipeline is not None else None
