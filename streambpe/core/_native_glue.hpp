@@ -153,12 +153,26 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const ui
                                    : &PyList_GET_ITEM(specials, output - vocabulary);
     };
     constexpr Py_ssize_t AHEAD = 8;
-    for (Py_ssize_t index = 0; index < count; ++index) {
-        if (index + 2 * AHEAD < count) __builtin_prefetch(slot_of(outputs[index + 2 * AHEAD]));
-        if (index + AHEAD < count) __builtin_prefetch(id_of(outputs[index + AHEAD]), 1);
-        PyObject* id = id_of(outputs[index]);
-        Py_INCREF(id);
-        at[index] = id;
+    if (PyList_GET_SIZE(specials) == 0) {
+        // No special token in this call, so every output number indexes
+        // `ids`: the same loop without choosing a list three times an id
+        // (about 400 instructions of a warm chat-sized call, callgrind).
+        PyObject* const* const items = reinterpret_cast<PyListObject*>(ids)->ob_item;
+        for (Py_ssize_t index = 0; index < count; ++index) {
+            if (index + 2 * AHEAD < count) __builtin_prefetch(items + outputs[index + 2 * AHEAD]);
+            if (index + AHEAD < count) __builtin_prefetch(items[outputs[index + AHEAD]], 1);
+            PyObject* id = items[outputs[index]];
+            Py_INCREF(id);
+            at[index] = id;
+        }
+    } else {
+        for (Py_ssize_t index = 0; index < count; ++index) {
+            if (index + 2 * AHEAD < count) __builtin_prefetch(slot_of(outputs[index + 2 * AHEAD]));
+            if (index + AHEAD < count) __builtin_prefetch(id_of(outputs[index + AHEAD]), 1);
+            PyObject* id = id_of(outputs[index]);
+            Py_INCREF(id);
+            at[index] = id;
+        }
     }
     Py_SET_SIZE(list, Py_SIZE(list) + count);
     return 0;
