@@ -400,6 +400,35 @@ def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:
     assert encoding.cache_info() == (0, 3, 64, 0)
 
 
+def test_a_vocabulary_of_long_tokens_builds_and_encodes_like_pure() -> None:
+    """Tokens far longer than the eight bytes the build's record buffer starts out sized for.
+
+    The records the tables are built from go into a buffer sized for tokens
+    of up to about eight bytes, which grows when they are longer; runs of
+    "a" doubling up to 1,024 bytes, and "ab" runs beside them, make it grow
+    several times. Every length from 1 to 1,100 must encode as pure does.
+    """
+    encoder = {bytes([byte]): byte for byte in range(256)}
+    ranks: dict[bytes, int] = {}
+    for unit in (b"a", b"ab"):
+        token = unit
+        while len(token) < 1024:
+            token += token
+            ranks[token] = len(ranks)
+            encoder[token] = 256 + len(ranks)
+    encoding = native.PieceEncoder(encoder, ranks, 64)
+    for length in range(1, 1100, 7):
+        for piece in (b"a" * length, b"ab" * length, b"a" * length + b"b"):
+            assert encoding.encode_bytes(piece) == pure_encode(piece, encoder, ranks), len(piece)
+
+
+def test_a_token_that_is_not_bytes_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="tokens must be bytes, got str"):
+        native.PieceEncoder({"a": 0}, {}, 8)
+    with pytest.raises(TypeError, match="tokens must be bytes, got int"):
+        native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {1: 0}, 8)
+
+
 def test_lone_surrogate_raises_unicode_encode_error() -> None:
     encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, 8)
     with pytest.raises(UnicodeEncodeError):

@@ -49,7 +49,12 @@ keeps two generations): what each evicts, and so its hit counts, may differ;
 the ids never do.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport (
+    PyBytes_AS_STRING,
+    PyBytes_Check,
+    PyBytes_FromStringAndSize,
+    PyBytes_GET_SIZE,
+)
 from cpython.dict cimport PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong
@@ -65,7 +70,13 @@ from libcpp.vector cimport vector
 
 from streambpe.core._counting_impl cimport WordCounts, WordCountsEntry
 from streambpe.core._merge_loop_impl cimport MergeState
-from streambpe.core._native_glue cimport extend_ids, move_part, piece_list, private_int
+from streambpe.core._native_glue cimport (
+    RecordWriter,
+    extend_ids,
+    move_part,
+    piece_list,
+    private_int,
+)
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
     EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, SegmentStore, TextEncoder, TokenBytes,
@@ -486,16 +497,14 @@ cdef inline uint32_t _u32_of(object number, str what, object token) except? 0xFF
     return _checked_u32(number, what, token)
 
 
-cdef int _append_record(string& content, bytes token, uint32_t value) except -1:
-    """Append ``value``, the length of ``token`` and its bytes to ``content``."""
-    cdef Py_ssize_t length = len(token)
+cdef inline int _put_record(RecordWriter* writer, object token, uint32_t value) except -1:
+    """Write ``value``, the length of ``token`` (bytes) and its bytes as the next record."""
+    if not PyBytes_Check(token):
+        raise TypeError(f"tokens must be bytes, got {type(token).__name__}")
+    cdef Py_ssize_t length = PyBytes_GET_SIZE(token)
     if length > UINT32_MAX:
         raise ValueError("tokens of 4 GiB or more are not supported")
-    cdef uint32_t header[2]
-    header[0] = value
-    header[1] = <uint32_t>length
-    content.append(<const char*>header, sizeof(header))
-    content.append(<const char*>token, length)
+    writer.put(value, PyBytes_AS_STRING(token), <uint32_t>length)
     return 0
 
 
@@ -588,6 +597,10 @@ cdef class _Vocabulary:
         # Everything the tables are built from, in one string: the input of a
         # build, and what names its image in the table cache.
         cdef string content
+        # Room for records of tokens of up to eight bytes, most of them.
+        cdef unique_ptr[RecordWriter] writer = unique_ptr[RecordWriter](
+            new RecordWriter(content, 16 * (len(encoder) + len(ranks)))
+        )
         cdef Py_ssize_t position = 0
         cdef PyObject* key_object
         cdef PyObject* value_object
@@ -596,7 +609,7 @@ cdef class _Vocabulary:
         # collector, which then walked every object of the process.
         while PyDict_Next(encoder, &position, &key_object, &value_object):
             number = _u32_of(<object>value_object, "token id", <object>key_object)
-            _append_record(content, <object>key_object, number)
+            _put_record(writer.get(), <object>key_object, number)
             self.ids.append(<object>value_object if type(<object>value_object) is int
                             else int(number))
             self.id_values.push_back(number)
@@ -604,7 +617,8 @@ cdef class _Vocabulary:
         position = 0
         while PyDict_Next(ranks, &position, &key_object, &value_object):
             number = _u32_of(<object>value_object, "rank", <object>key_object)
-            _append_record(content, <object>key_object, number)
+            _put_record(writer.get(), <object>key_object, number)
+        writer.get().finish()
         cdef shared_ptr[PieceMerger] building = make_shared[PieceMerger]()
         key = None
         if len(ranks) >= IMAGE_MIN_TOKENS:

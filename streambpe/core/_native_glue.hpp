@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -279,6 +280,40 @@ inline int move_part(PyObject* joined, PyObject* parts, Py_ssize_t index) {
     return 0;
 #endif
 }
+
+// Writes the records a vocabulary's tables are built from (see _Vocabulary
+// in _native.pyx): for each token its value and its length as two 32-bit
+// words, then its bytes, one after the other in `content`. The string is
+// written through a pointer and grown by doubling, then cut to what was
+// written (finish). Two std::string appends a record, each a call into
+// libstdc++ with its own capacity check, were 65 of the 153 million
+// instructions of building o200k's vocabulary from the table cache
+// (callgrind). Nothing here touches a Python object.
+class RecordWriter {
+   public:
+    RecordWriter(std::string& content, size_t expected) : content_(content) {
+        content_.resize(expected);
+    }
+
+    void put(uint32_t value, const char* bytes, uint32_t length) {
+        const size_t needed = 8 + size_t(length);
+        if (content_.size() - used_ < needed) {
+            const size_t doubled = 2 * content_.size();
+            content_.resize(doubled > used_ + needed ? doubled : used_ + needed);
+        }
+        char* const at = &content_[used_];
+        std::memcpy(at, &value, 4);
+        std::memcpy(at + 4, &length, 4);
+        std::memcpy(at + 8, bytes, length);
+        used_ += needed;
+    }
+
+    void finish() { content_.resize(used_); }
+
+   private:
+    std::string& content_;
+    size_t used_ = 0;
+};
 
 }  // namespace glue
 }  // namespace streambpe

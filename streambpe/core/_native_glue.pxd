@@ -1,6 +1,7 @@
 # Declarations of _native_glue.hpp: Python lists filled from native arrays.
 
 from libc.stdint cimport uint32_t
+from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 
@@ -10,3 +11,7 @@ cdef extern from "_native_glue.hpp" namespace "streambpe::glue":
     int extend_ids(list out, list ids, list specials, const uint32_t* outputs, size_t count) except -1
     int move_part(list joined, list parts, Py_ssize_t index) except -1
     object private_int(long long value)
+    cdef cppclass RecordWriter:
+        RecordWriter(string& content, size_t expected)
+        void put(uint32_t value, const char* data, uint32_t length)
+        void finish()
