@@ -471,6 +471,36 @@ def test_encode_with_specials_gives_the_general_paths_ids_or_declines(backend_na
                 assert found == _byte_level_ids(text, specials), text
 
 
+def test_native_encode_with_specials_finds_tokens_at_either_end_in_every_str_width() -> None:
+    """The kernel skips a token whose first character the text lacks; that must never skip one it holds.
+
+    Tokens that start with a character of one, two and four bytes, found at
+    the very start and the very end of texts stored one, two and four bytes
+    a character, and texts that hold only a token's first character.
+    """
+    from streambpe.patterns import GPT2
+
+    native = pytest.importorskip("streambpe.core._native")
+    tokens = ("<s>", "\u00e9nd", "\u65e5\u672c", "\U0001f600!")
+    ids = (300, 301, 302, 303)
+    specials = dict(zip(tokens, ids, strict=True))
+    kernel = native.PieceEncoder({bytes([i]): i for i in range(256)}, {}, 16)
+    for widener in ("", "\u00e9", "\u0100", "\U0001f601"):
+        for token in tokens:
+            for text in (
+                f"{token}a{widener}",
+                f"a{widener}{token}",
+                f"{token}",
+                f"{token[0]}x{widener}",
+            ):
+                found = kernel.encode_with_specials(text, GPT2, None, tokens, ids)
+                assert found == _byte_level_ids(text, specials), text
+    with pytest.raises(ValueError, match="non-empty strings"):
+        kernel.encode_with_specials("a", GPT2, None, ("",), (1,))
+    with pytest.raises(TypeError):
+        kernel.encode_with_specials("a", GPT2, None, (1,), (1,))
+
+
 @pytest.mark.parametrize("backend_name", core.available_backends())
 def test_encode_many_gives_each_texts_ids_or_declines(backend_name: str) -> None:
     """Guards ``encode_many`` on both backends: the compiled kernel finds the

@@ -88,7 +88,7 @@ from streambpe.core._pretokenize_impl cimport (
 from streambpe.core._python_api cimport (
     PyDict_GetItemWithError, PyLong_AsLongLongAndOverflow, PyObject_CheckBuffer,
     PyObject_GC_Track, PyObject_GC_UnTrack, PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8,
-    PyUnicode_IS_ASCII, PyUnicode_READY,
+    PyUnicode_FindChar, PyUnicode_IS_ASCII, PyUnicode_READ_CHAR, PyUnicode_READY,
 )
 from streambpe.core._table_image cimport image_tag
 
@@ -949,8 +949,18 @@ cdef class PieceEncoder:
         # Which tokens occur, in a C vector: most texts hold none, and a
         # tuple and a list built for nothing were a tenth of a short call.
         cdef vector[Py_ssize_t] present
+        cdef Py_ssize_t text_length = PyUnicode_GET_LENGTH(text)
         for index in range(len(special_tokens)):
-            if special_tokens[index] in text:
+            token = special_tokens[index]
+            # A token whose first character the text lacks is not in it:
+            # one search for a character (memchr) where ``in`` ran its
+            # substring search, which took 900 of the 27,600 instructions
+            # of a chat-sized call with two special tokens (callgrind).
+            if type(token) is str and PyUnicode_GET_LENGTH(token) > 0 and PyUnicode_FindChar(
+                text, PyUnicode_READ_CHAR(token, 0), 0, text_length, 1
+            ) == -1:
+                continue
+            if token in text:
                 present.push_back(index)
         if not self._native_scan(pattern, pretokenizer, &scanned, &table):
             self._encode_by_pieces(text, pretokenizer, out, _special_tuples(

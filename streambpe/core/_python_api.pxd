@@ -19,3 +19,9 @@ cdef extern from "Python.h":
     # holds no cycle; see PieceEncoder.encode_many).
     void PyObject_GC_UnTrack(object container)
     void PyObject_GC_Track(object container)
+    # The first index of ``ch`` in text[start:end] (direction 1), -1 if it
+    # is not there, -2 with an exception set on error.
+    Py_ssize_t PyUnicode_FindChar(
+        object text, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end, int direction
+    ) except -2
+    Py_UCS4 PyUnicode_READ_CHAR(object text, Py_ssize_t index)
