@@ -129,11 +129,11 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const ui
     const Py_ssize_t count = static_cast<Py_ssize_t>(output_count);
     if (count == 0) return 0;
     const size_t vocabulary = static_cast<size_t>(PyList_GET_SIZE(ids));
+#ifdef Py_GIL_DISABLED
     auto id_of = [&](size_t output) {
         return output < vocabulary ? PyList_GET_ITEM(ids, output)
                                    : PyList_GET_ITEM(specials, output - vocabulary);
     };
-#ifdef Py_GIL_DISABLED
     PyObject* block = PyList_New(count);
     if (block == nullptr) return -1;
     for (Py_ssize_t index = 0; index < count; ++index) {
@@ -149,31 +149,29 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const ui
     PyListObject* list = reinterpret_cast<PyListObject*>(out);
     PyObject** at = room_for(list, count);
     if (at == nullptr) return -1;
-    auto slot_of = [&](size_t output) {
-        return output < vocabulary ? &PyList_GET_ITEM(ids, output)
-                                   : &PyList_GET_ITEM(specials, output - vocabulary);
-    };
-    constexpr Py_ssize_t AHEAD = 8;
-    if (PyList_GET_SIZE(specials) == 0) {
-        // No special token in this call, so every output number indexes
-        // `ids`: the same loop without choosing a list three times an id
-        // (about 400 instructions of a warm chat-sized call, callgrind).
-        PyObject* const* const items = reinterpret_cast<PyListObject*>(ids)->ob_item;
-        for (Py_ssize_t index = 0; index < count; ++index) {
-            if (index + 2 * AHEAD < count) __builtin_prefetch(items + outputs[index + 2 * AHEAD]);
-            if (index + AHEAD < count) __builtin_prefetch(items[outputs[index + AHEAD]], 1);
-            PyObject* id = items[outputs[index]];
-            Py_INCREF(id);
-            at[index] = id;
-        }
-    } else {
+    // Writes each output's int, with a reference of its own, prefetching
+    // the slot and the int ahead; `slot_of(output)` is where its int is.
+    auto fill = [&](auto slot_of) {
+        constexpr Py_ssize_t AHEAD = 8;
         for (Py_ssize_t index = 0; index < count; ++index) {
             if (index + 2 * AHEAD < count) __builtin_prefetch(slot_of(outputs[index + 2 * AHEAD]));
-            if (index + AHEAD < count) __builtin_prefetch(id_of(outputs[index + AHEAD]), 1);
-            PyObject* id = id_of(outputs[index]);
+            if (index + AHEAD < count) __builtin_prefetch(*slot_of(outputs[index + AHEAD]), 1);
+            PyObject* id = *slot_of(outputs[index]);
             Py_INCREF(id);
             at[index] = id;
         }
+    };
+    if (PyList_GET_SIZE(specials) == 0) {
+        // No special token in this call, so every output number indexes
+        // `ids`: no choice of list three times an id (about 400
+        // instructions of a warm chat-sized call, callgrind).
+        PyObject* const* const items = reinterpret_cast<PyListObject*>(ids)->ob_item;
+        fill([items](size_t output) { return items + output; });
+    } else {
+        fill([&](size_t output) {
+            return output < vocabulary ? &PyList_GET_ITEM(ids, output)
+                                       : &PyList_GET_ITEM(specials, output - vocabulary);
+        });
     }
     Py_SET_SIZE(list, Py_SIZE(list) + count);
     return 0;
