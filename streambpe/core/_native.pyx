@@ -76,6 +76,8 @@ from streambpe.core._native_glue cimport (
     move_part,
     piece_list,
     private_int,
+    reserve_ids,
+    trim_ids,
 )
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
@@ -470,6 +472,17 @@ cdef enum:
 
 # Ids produced per stretch without the GIL (then handed over with it).
 cdef size_t _BLOCK = 1 << 16
+
+
+cdef inline Py_ssize_t _expected_ids(size_t ids, size_t done, size_t length) noexcept:
+    """The ids still to come after ``ids`` for the first ``done`` of ``length`` characters.
+
+    At the same rate, and an eighth more; at most one per character left
+    (beyond that the list grows as it would anyway).
+    """
+    cdef double rate = <double>ids / <double>done
+    cdef size_t left = length - done
+    return <Py_ssize_t>min(<double>left, rate * <double>left * 1.125)
 # Texts shorter than this (in characters) are encoded holding the GIL, which
 # only saves its hand-over. It was 4,096: then a third of the text of an
 # encode_batch of documents (median 3,400 characters) held the GIL, and two
@@ -833,6 +846,7 @@ cdef class PieceEncoder:
         cdef size_t counted = 0
         cdef cbool count_only = mode == _COUNT
         cdef cbool done = False
+        cdef cbool sized = False
         cdef size_t next_special = 0
         # A short text is encoded sooner than the GIL is handed over and back,
         # and its ids (about one per four characters) fit one allocation.
@@ -856,11 +870,19 @@ cdef class PieceEncoder:
                     )
                 if mode == _LIST:
                     extend_ids(out, self._id_objects(), special_ids, outputs)
+                    if not done and not sized and start > 0:
+                        # The first block shows how many ids a character
+                        # gives: the list takes room for the rest at once
+                        # (see reserve_ids), with an eighth to spare.
+                        reserve_ids(out, _expected_ids(outputs.size(), start, length))
+                        sized = True
                 elif mode == _ARRAY:
                     out.frombytes(_id_bytes(self.vocabulary, special_values, outputs))
                 outputs.clear()
         finally:
             self._leave()
+        if sized:
+            trim_ids(out)
         self._raise_for(problem, text)
         return counted
 
