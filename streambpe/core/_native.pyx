@@ -473,6 +473,13 @@ cdef enum:
 # Ids produced per stretch without the GIL (then handed over with it).
 cdef size_t _BLOCK = 1 << 16
 
+# Texts shorter than this (in characters) are encoded holding the GIL, which
+# only saves its hand-over. It was 4,096: then a third of the text of an
+# encode_batch of documents (median 3,400 characters) held the GIL, and two
+# threads used 1.45 CPUs instead of 1.6 (10 % slower); on chat-sized calls
+# the hand-over did not show.
+cdef size_t _SHORT_TEXT = 1 << 8
+
 
 cdef inline Py_ssize_t _expected_ids(size_t ids, size_t done, size_t length) noexcept:
     """The ids still to come after ``ids`` for the first ``done`` of ``length`` characters.
@@ -483,12 +490,6 @@ cdef inline Py_ssize_t _expected_ids(size_t ids, size_t done, size_t length) noe
     cdef double rate = <double>ids / <double>done
     cdef size_t left = length - done
     return <Py_ssize_t>min(<double>left, rate * <double>left * 1.125)
-# Texts shorter than this (in characters) are encoded holding the GIL, which
-# only saves its hand-over. It was 4,096: then a third of the text of an
-# encode_batch of documents (median 3,400 characters) held the GIL, and two
-# threads used 1.45 CPUs instead of 1.6 (10 % slower); on chat-sized calls
-# the hand-over did not show.
-cdef size_t _SHORT_TEXT = 1 << 8
 
 
 # Vocabularies of this many ranked tokens or more keep their built tables in

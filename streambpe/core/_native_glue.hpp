@@ -78,34 +78,6 @@ inline PyObject* piece_list(PyObject* text, const std::vector<size_t>& starts,
 }
 
 #ifndef Py_GIL_DISABLED
-// Room in `list`'s item array for `count` (> 0) more items past its size:
-// where they go, or NULL with an exception set (`list` unchanged). The
-// array grows the way list.append grows it, an eighth more than needed, so
-// appending again and again reallocates a few times; a big array is a
-// mapping of its own, which realloc moves without copying. The caller
-// fills the room and sets the size.
-inline PyObject** room_for(PyListObject* list, Py_ssize_t count) {
-    const Py_ssize_t size = Py_SIZE(list);
-    if (count > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*)) - size) {
-        PyErr_NoMemory();
-        return nullptr;
-    }
-    const Py_ssize_t needed = size + count;
-    if (needed > list->allocated) {
-        Py_ssize_t allocated = needed + (needed >> 3) + 6;
-        if (allocated > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*))) allocated = needed;
-        auto* items = static_cast<PyObject**>(
-            PyMem_Realloc(list->ob_item, static_cast<size_t>(allocated) * sizeof(PyObject*)));
-        if (items == nullptr) {
-            PyErr_NoMemory();
-            return nullptr;
-        }
-        list->ob_item = items;
-        list->allocated = allocated;
-    }
-    return list->ob_item + size;
-}
-
 // Sets the room of `list`'s item array to `capacity` items (never below its
 // size): 0, or -1 with an exception set (`list` unchanged).
 inline int set_room(PyListObject* list, Py_ssize_t capacity) {
@@ -124,6 +96,26 @@ inline int set_room(PyListObject* list, Py_ssize_t capacity) {
     list->ob_item = items;
     list->allocated = capacity;
     return 0;
+}
+
+// Room in `list`'s item array for `count` (> 0) more items past its size:
+// where they go, or NULL with an exception set (`list` unchanged). The
+// array grows the way list.append grows it, an eighth more than needed; a
+// long text's list is sized once instead (reserve_ids). The caller fills
+// the room and sets the size.
+inline PyObject** room_for(PyListObject* list, Py_ssize_t count) {
+    const Py_ssize_t size = Py_SIZE(list);
+    if (count > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*)) - size) {
+        PyErr_NoMemory();
+        return nullptr;
+    }
+    const Py_ssize_t needed = size + count;
+    if (needed > list->allocated) {
+        Py_ssize_t allocated = needed + (needed >> 3) + 6;
+        if (allocated > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*))) allocated = needed;
+        if (set_room(list, allocated) < 0) return nullptr;
+    }
+    return list->ob_item + size;
 }
 #endif
 
