@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import itertools
 import random
-import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -491,37 +490,6 @@ def test_encoded_ids_are_appended_and_hold_their_own_references(r50k_encoding: A
     assert sys.getrefcount(token) == before + first.count(token)
     del again
     assert sys.getrefcount(token) == before
-
-
-def _room(ids: list[int]) -> int:
-    """How many items ``ids``'s item array has room for."""
-    return (sys.getsizeof(ids) - sys.getsizeof([])) // struct.calcsize("P")
-
-
-@pytest.mark.parametrize("dense_first", [True, False])
-def test_a_long_texts_list_is_sized_once_and_keeps_no_more_room_than_append(
-    r50k_encoding: Any, dense_first: bool
-) -> None:
-    """The list takes room for the ids the first block promises, and gives back what is left.
-
-    Digits and punctuation give about one id per character, words about one
-    per five; either may come first, so the first block's rate may be five
-    times too high or too low. Whichever it is, the ids are the same as in
-    blocks of their own, and the list keeps no more room past its ids than
-    ``list.append`` would leave (an eighth, and six).
-    """
-    chooser = random.Random(31)
-    dense = "".join(chooser.choice("0123456789,.;:!?") for _ in range(300_000))
-    sparse = " the quick brown fox jumps over the lazy dog" * 40_000
-    parts = [dense, sparse] if dense_first else [sparse, dense]
-    ids: list[int] = [7]
-    r50k_encoding.encode_text("".join(parts), patterns.GPT2, None, ids)
-    separately: list[int] = [7]
-    for part in parts:
-        r50k_encoding.encode_text(part, patterns.GPT2, None, separately)
-    assert ids == separately
-    assert len(ids) > 4 * 65536
-    assert _room(ids) <= len(ids) + len(ids) // 8 + 6
 
 
 def test_one_kernel_follows_the_pattern_of_each_call(

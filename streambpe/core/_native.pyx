@@ -76,8 +76,6 @@ from streambpe.core._native_glue cimport (
     move_part,
     piece_list,
     private_int,
-    reserve_ids,
-    trim_ids,
 )
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
@@ -472,24 +470,12 @@ cdef enum:
 
 # Ids produced per stretch without the GIL (then handed over with it).
 cdef size_t _BLOCK = 1 << 16
-
 # Texts shorter than this (in characters) are encoded holding the GIL, which
 # only saves its hand-over. It was 4,096: then a third of the text of an
 # encode_batch of documents (median 3,400 characters) held the GIL, and two
 # threads used 1.45 CPUs instead of 1.6 (10 % slower); on chat-sized calls
 # the hand-over did not show.
 cdef size_t _SHORT_TEXT = 1 << 8
-
-
-cdef inline Py_ssize_t _expected_ids(size_t ids, size_t done, size_t length) noexcept:
-    """The ids still to come after ``ids`` for the first ``done`` of ``length`` characters.
-
-    At the same rate, and an eighth more; at most one per character left
-    (beyond that the list grows as it would anyway).
-    """
-    cdef double rate = <double>ids / <double>done
-    cdef size_t left = length - done
-    return <Py_ssize_t>min(<double>left, rate * <double>left * 1.125)
 
 
 # Vocabularies of this many ranked tokens or more keep their built tables in
@@ -847,7 +833,6 @@ cdef class PieceEncoder:
         cdef size_t counted = 0
         cdef cbool count_only = mode == _COUNT
         cdef cbool done = False
-        cdef cbool sized = False
         cdef size_t next_special = 0
         # A short text is encoded sooner than the GIL is handed over and back,
         # and its ids (about one per four characters) fit one allocation.
@@ -871,19 +856,11 @@ cdef class PieceEncoder:
                     )
                 if mode == _LIST:
                     extend_ids(out, self._id_objects(), special_ids, outputs)
-                    if not done and not sized and start > 0:
-                        # The first block shows how many ids a character
-                        # gives: the list takes room for the rest at once
-                        # (see reserve_ids), with an eighth to spare.
-                        reserve_ids(out, _expected_ids(outputs.size(), start, length))
-                        sized = True
                 elif mode == _ARRAY:
                     out.frombytes(_id_bytes(self.vocabulary, special_values, outputs))
                 outputs.clear()
         finally:
             self._leave()
-        if sized:
-            trim_ids(out)
         self._raise_for(problem, text)
         return counted
 

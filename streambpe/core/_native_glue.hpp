@@ -78,31 +78,12 @@ inline PyObject* piece_list(PyObject* text, const std::vector<size_t>& starts,
 }
 
 #ifndef Py_GIL_DISABLED
-// Sets the room of `list`'s item array to `capacity` items (never below its
-// size): 0, or -1 with an exception set (`list` unchanged).
-inline int set_room(PyListObject* list, Py_ssize_t capacity) {
-    if (capacity < Py_SIZE(list)) capacity = Py_SIZE(list);
-    if (capacity == list->allocated || capacity == 0) return 0;
-    if (capacity > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*))) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    auto* items = static_cast<PyObject**>(
-        PyMem_Realloc(list->ob_item, static_cast<size_t>(capacity) * sizeof(PyObject*)));
-    if (items == nullptr) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    list->ob_item = items;
-    list->allocated = capacity;
-    return 0;
-}
-
 // Room in `list`'s item array for `count` (> 0) more items past its size:
 // where they go, or NULL with an exception set (`list` unchanged). The
-// array grows the way list.append grows it, an eighth more than needed; a
-// long text's list is sized once instead (reserve_ids). The caller fills
-// the room and sets the size.
+// array grows the way list.append grows it, an eighth more than needed, so
+// appending again and again reallocates a few times; a big array is a
+// mapping of its own, which realloc moves without copying. The caller
+// fills the room and sets the size.
 inline PyObject** room_for(PyListObject* list, Py_ssize_t count) {
     const Py_ssize_t size = Py_SIZE(list);
     if (count > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*)) - size) {
@@ -113,48 +94,18 @@ inline PyObject** room_for(PyListObject* list, Py_ssize_t count) {
     if (needed > list->allocated) {
         Py_ssize_t allocated = needed + (needed >> 3) + 6;
         if (allocated > PY_SSIZE_T_MAX / Py_ssize_t(sizeof(PyObject*))) allocated = needed;
-        if (set_room(list, allocated) < 0) return nullptr;
+        auto* items = static_cast<PyObject**>(
+            PyMem_Realloc(list->ob_item, static_cast<size_t>(allocated) * sizeof(PyObject*)));
+        if (items == nullptr) {
+            PyErr_NoMemory();
+            return nullptr;
+        }
+        list->ob_item = items;
+        list->allocated = allocated;
     }
     return list->ob_item + size;
 }
 #endif
-
-// Makes room in `out` (a list) for `expected` more ids at once: 0, or -1
-// with an exception set (`out` unchanged).
-//
-// Grown an eighth at a time, the item array of a long text's ids was
-// reallocated about thirty times, and realloc copied it each time: the
-// array lives on the heap once glibc's mmap threshold has risen past its
-// size, as it does when the loader frees its big buffers. On 4 MiB of
-// o200k prose that was 37 MB copied into freshly faulted pages (callgrind,
-// misses of a 2 MiB L2 under PyMem_Realloc).
-inline int reserve_ids(PyObject* out, Py_ssize_t expected) {
-#ifndef Py_GIL_DISABLED
-    PyListObject* list = reinterpret_cast<PyListObject*>(out);
-    if (expected <= 0 || expected > PY_SSIZE_T_MAX - Py_SIZE(list)) return 0;
-    const Py_ssize_t wanted = Py_SIZE(list) + expected;
-    return wanted > list->allocated ? set_room(list, wanted) : 0;
-#else
-    (void)out;
-    (void)expected;
-    return 0;
-#endif
-}
-
-// Gives back the room past `out`'s ids (a list) beyond what list.append
-// would leave (an eighth), once they are all in: 0, or -1 with an
-// exception set.
-inline int trim_ids(PyObject* out) {
-#ifndef Py_GIL_DISABLED
-    PyListObject* list = reinterpret_cast<PyListObject*>(out);
-    const Py_ssize_t size = Py_SIZE(list);
-    const Py_ssize_t enough = size + (size >> 3) + 6;
-    return list->allocated > enough ? set_room(list, enough) : 0;
-#else
-    (void)out;
-    return 0;
-#endif
-}
 
 // Appends the Python ints ids[output] for each output number to the list
 // `out`; 0, or -1 with an exception set (`out` then unchanged).
