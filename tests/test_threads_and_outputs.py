@@ -132,6 +132,58 @@ def test_a_new_thread_takes_over_an_ended_threads_warm_cache(r50k_ranks: dict[by
     assert misses == [2, 0]
 
 
+def test_usual_encode_keeps_to_the_calling_threads_cache(
+    r50k_ranks: dict[bytes, int], r50k_reference: tiktoken.Encoding
+) -> None:
+    """``encode`` with its default keywords binds the calling thread's kernel, never another's.
+
+    That call keeps its kernel in thread-local storage (``Encoder._bind_usual_call``):
+    kept on the tokenizer instead, a second thread would use the first
+    one's cache, and find the main thread's pieces there.
+    """
+    tokenizer = Tokenizer.from_ranks(
+        r50k_ranks, pattern="gpt2", special_tokens={EOT: 50256}, cache_size=1000
+    )
+    text = f"qzxv wqpz{EOT}"
+    expected = r50k_reference.encode(text, allowed_special="all")
+    assert tokenizer.encode(text) == expected
+    before = tokenizer.cache_info()
+    assert before.misses == 2
+    seen: list[tuple[list[int], CacheInfo]] = []
+
+    def encode_twice() -> None:
+        for _ in range(2):
+            ids = tokenizer.encode(text)
+            seen.append((ids, tokenizer.cache_info()))
+
+    worker = threading.Thread(target=encode_twice)
+    worker.start()
+    worker.join()
+    (first_ids, first), (second_ids, second) = seen
+    assert first_ids == second_ids == expected
+    assert (first.hits, first.misses) == (before.hits, 2 * before.misses)
+    assert (second.hits, second.misses) == (before.hits + 2, 2 * before.misses)
+
+
+def test_usual_encode_follows_a_backend_switch(
+    r50k_ranks: dict[bytes, int], r50k_reference: tiktoken.Encoding
+) -> None:
+    """After a switch of backend, ``encode`` runs on the new backend's kernel, not the one it bound."""
+    if "native" not in core.available_backends():
+        pytest.skip("needs the compiled backend beside the pure one (not built here)")
+    tokenizer = Tokenizer.from_ranks(
+        r50k_ranks, pattern="gpt2", special_tokens={EOT: 50256}, cache_size=1000
+    )
+    # A word no turn has encoded before is a miss in the cache that sees it.
+    turns = [("native", "qzxv"), ("python", "wqpz"), ("native", "vxqz"), ("python", "pzqw")]
+    for name, new_word in turns:
+        text = f"{new_word}{EOT} {name}"
+        with core.using_backend(name):
+            before = tokenizer.cache_info()  # of this backend's kernels only
+            assert tokenizer.encode(text) == r50k_reference.encode(text, allowed_special="all")
+            assert tokenizer.cache_info().misses > before.misses, name
+
+
 @pytest.mark.parametrize("threads", [1, THREADS])
 def test_o200k_pattern_matches_tiktoken(cl100k_ranks: dict[bytes, int], threads: int) -> None:
     """The o200k scanner through the whole encoder: ids equal tiktoken's with the same pattern."""
