@@ -14,7 +14,9 @@ riptoken, bpe-openai) run in a freshly spawned process pinned to one CPU
 the tokenizer is built there and encodes every string once untimed (a
 server encodes with a warm tokenizer), and the ids of that pass are checked
 against tiktoken's. Then ``ROUNDS`` passes over all strings are timed,
-each result dropped as it comes. The benchmark's own process holds the
+each over new ``str`` objects equal to them (a server's messages are new
+objects, with no UTF-8 cached in them; see the function), each result
+dropped as it comes. The benchmark's own process holds the
 expected ids of every string: timed there, the cyclic garbage collector's
 passes over them fell in whichever encoder's rounds they happened to, and
 moved a row by up to half. The note gives the time per call of the best
