@@ -620,6 +620,27 @@ def test_move_id_part_refuses_what_is_not_a_part(move_id_part: str) -> None:
     assert joined == [7] and parts == [[1], (2,)]
 
 
+def test_the_id_objects_are_out_of_the_collectors_walks(r50k_ranks: dict[bytes, int]) -> None:
+    """The kernels' lists of id objects, the vocabulary's and a fork's, hold only ints and are
+    kept out of the cyclic collector's walks: tracked, each full collection walked their
+    50,257 items (r50k) for as long as the kernels lived."""
+    import gc
+
+    def tracked_long_lists() -> int:
+        return sum(1 for item in gc.get_objects() if type(item) is list and len(item) >= 50_000)
+
+    baseline = tracked_long_lists()
+    kernel = native.PieceEncoder(dict(r50k_ranks), r50k_ranks, 64)
+    fork = kernel.fork()
+    text = SAMPLE.read_text(encoding="utf-8")[:2000]
+    first: list[int] = []
+    kernel.encode_text(text, patterns.GPT2, None, first)
+    forked: list[int] = []
+    fork.encode_text(text, patterns.GPT2, None, forked)  # the fork makes its id objects
+    assert forked == first
+    assert tracked_long_lists() == baseline
+
+
 def test_a_fork_hands_out_int_objects_of_its_own(r50k_encoding: Any) -> None:
     """Two threads must not write the reference counts of the same ints (see
     ``PieceEncoder._id_objects``): a fork's ids are equal, and before Python
