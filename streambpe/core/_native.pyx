@@ -57,7 +57,6 @@ from cpython.bytes cimport (
 )
 from cpython.dict cimport PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.long cimport PyLong_AsLongLong
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport INT64_MAX, UINT32_MAX, int64_t, uint8_t, uint16_t, uint32_t
@@ -75,7 +74,7 @@ from streambpe.core._native_glue cimport (
     extend_ids,
     move_part,
     piece_list,
-    private_int,
+    private_ints,
 )
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
@@ -716,12 +715,11 @@ cdef class PieceEncoder:
         warm, measured). A fork therefore makes its own the first time it
         builds a list: 32 bytes an id (6.4 MB for o200k), a few milliseconds
         once per thread; equal ints, so no caller can tell but by ``is``
-        (``private_int`` in ``_native_glue.hpp``, small ints included).
+        (``private_ints`` in ``_native_glue.hpp``, small ints included).
         """
         if self.ids is None:
-            self.ids = [private_int(PyLong_AsLongLong(value)) for value in self.vocabulary.ids]
-            # Only ints, as the vocabulary's: see _Vocabulary.__cinit__.
-            PyObject_GC_UnTrack(self.ids)
+            # Untracked, as the vocabulary's: see _Vocabulary.__cinit__.
+            self.ids = private_ints(self.vocabulary.id_values)
         return self.ids
 
     def fork(self):

