@@ -412,6 +412,25 @@ def test_a_custom_encoding_behaves_as_tiktokens() -> None:
     assert _outcome(getattr, ours, "eot_token") == _outcome(getattr, theirs, "eot_token")
 
 
+class _Text(str):
+    """A str subclass: encode's default call leaves it to the general check."""
+
+
+@pytest.mark.parametrize("count", [1, 8, 9, 20])
+def test_default_encode_checks_every_special_token_however_many(count: int) -> None:
+    """Guards encode's default call on both of its ways: up to eight special tokens are looked
+    for with ``in``, more by the general check. Either way a special token anywhere in the text
+    is tiktoken's error, and a text without one gets tiktoken's ids."""
+    arguments = _custom_arguments() | {
+        "special_tokens": {f"<|s{index}|>": 300 + index for index in range(count)}
+    }
+    ours, theirs = Encoding(**arguments), tiktoken.Encoding(**arguments)
+    last = f"<|s{count - 1}|>"
+    texts = ["abc ab's", f"abc {last} ab", f"<|s0|>x{last}", "<|s", _Text(f"ab {last}")]
+    for text in texts:
+        assert _outcome(ours.encode, text) == _outcome(theirs.encode, text), text
+
+
 def test_explicit_n_vocab_is_checked() -> None:
     """Guards explicit_n_vocab: tiktoken asserts, we raise ValueError saying what is off."""
     arguments = _custom_arguments()

@@ -46,6 +46,9 @@ DisallowedSpecial = Literal["all"] | Collection[str]
 
 #: The default of ``allowed_special``: none.
 _NO_SPECIALS: frozenset[str] = frozenset()
+#: Up to this many special tokens, ``encode``'s default call looks for each
+#: with ``in`` (one fast search each); more, and the general check runs.
+_QUICK_CHECK_TOKENS = 8
 #: UTF-8 continuation bytes: they add no character to a decoded text.
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 #: Bytes of a token that counts as all whitespace when widening the unstable tail.
@@ -125,6 +128,13 @@ class Encoding:
         )
         self._special_token_values = frozenset(self._special_tokens.values())
         self._special_names = frozenset(self._special_tokens)
+        # The special tokens encode()'s default call looks for with ``in``;
+        # None where there are too many for that (the general check then runs).
+        self._quick_disallowed: tuple[str, ...] | None = (
+            tuple(self._special_tokens)
+            if len(self._special_tokens) <= _QUICK_CHECK_TOKENS
+            else None
+        )
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -169,6 +179,23 @@ class Encoding:
         >>> len(enc.encode("hi<|endoftext|>", disallowed_special=()))
         15
         """
+        quick = self._quick_disallowed
+        if (
+            quick is not None
+            and allowed_special is _NO_SPECIALS
+            and disallowed_special == "all"
+            and type(text) is str
+        ):
+            # tiktoken's defaults, the way tiktoken code calls: every special
+            # token disallowed, none allowed. A text holding none of them is
+            # encode_ordinary's, without working out the policy and a
+            # scanner for it: encode("hi") on o200k took 9,350 instructions
+            # that way and takes 6,870 this way (callgrind).
+            for token in quick:
+                if token in text:
+                    break
+            else:
+                return self._tokenizer.encode_ordinary(text)
         allowed = self._allowed_after_check(text, allowed_special, disallowed_special)
         if not allowed:
             return self._tokenizer.encode_ordinary(text)
