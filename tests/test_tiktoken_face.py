@@ -102,6 +102,8 @@ def test_random_text_encodes_as_tiktoken(name: str, text: str) -> None:
     """Guards ids on text mixing scripts, whitespace runs, contractions and special tokens."""
     ours, theirs = face.get_encoding(name), tiktoken.get_encoding(name)
     assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    # The defaults: ids, or tiktoken's error for a special token in the text.
+    assert _outcome(ours.encode, text) == _outcome(theirs.encode, text)
     assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
     assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
 
@@ -352,6 +354,7 @@ def test_lone_surrogates_are_handled_as_tiktoken(text: str) -> None:
     """Guards surrogates: lone ones become U+FFFD, a valid pair its character, as in tiktoken."""
     ours, theirs = _pair("cl100k_base")
     assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    assert _outcome(ours.encode, text) == _outcome(theirs.encode, text)
     assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
     assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
     batch = [text, "fine", text]
