@@ -534,7 +534,7 @@ def test_native_encode_many_rejects_bad_arguments() -> None:
 
     native = pytest.importorskip("streambpe.core._native")
     kernel = native.PieceEncoder({bytes([i]): i for i in range(256)}, {}, 16)
-    with pytest.raises(TypeError, match="texts must be str"):
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
         kernel.encode_many(["a", b"b"], GPT2, None, (), ())
     with pytest.raises(ValueError, match="one id per special token"):
         kernel.encode_many(["a"], GPT2, None, ("<s>",), ())

@@ -58,7 +58,12 @@ from cpython.bytes cimport (
 from cpython.dict cimport PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.object cimport PyObject
-from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
+from cpython.unicode cimport (
+    PyUnicode_DATA,
+    PyUnicode_FromObject,
+    PyUnicode_GET_LENGTH,
+    PyUnicode_KIND,
+)
 from libc.stdint cimport INT64_MAX, UINT32_MAX, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 from libcpp cimport bool as cbool
@@ -245,6 +250,21 @@ cdef int _add_regex(PatternProgram* program, compiled) except -1:
 cdef size_t _CHAIN_WINDOW = 1 << 16
 
 
+cdef inline str _plain_str(object text):
+    """``text`` as an exact str: a str subclass (``numpy.str_``, say) as a copy.
+
+    The entry points below read the str's buffer, which any str has, but a
+    ``str`` parameter in Cython admits only exact strs; tiktoken and HF
+    ``tokenizers`` take subclasses, so these do too. Anything else is a
+    TypeError that names its type.
+    """
+    if type(text) is str:
+        return <str>text
+    if isinstance(text, str):
+        return PyUnicode_FromObject(text)
+    raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+
 def class_bits(str text):
     """The class bits (see ``unicode_classes.CLASS_BITS``) of each character of ``text``.
 
@@ -328,12 +348,13 @@ cdef class Pretokenizer:
         return <cbool>self._program and self._program.get().is_chain()
 
 
-    def pieces(self, str text):
+    def pieces(self, text_object):
         """All pieces of ``text``, in order: ``regex.findall(self.pattern, text)``.
 
         >>> Pretokenizer("gpt2").pieces("Hello world's  end")
         ['Hello', ' world', "'s", ' ', ' end']
         """
+        cdef str text = _plain_str(text_object)
         cdef vector[size_t] starts, ends
         _piece_spans(self._pattern, self._table, text, starts, ends)
         return piece_list(text, starts, ends)
@@ -386,12 +407,13 @@ cdef class Pretokenizer:
             else:
                 PyDict_SetItem(counts, piece, <object>known + <object>entry.count)
 
-    def piece_count(self, str text):
+    def piece_count(self, text_object):
         """How many pieces ``text`` has: ``len(self.pieces(text))``, without building them.
 
         >>> Pretokenizer("o200k").piece_count("Hello world")
         2
         """
+        cdef str text = _plain_str(text_object)
         PyUnicode_READY(text)
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* data = PyUnicode_DATA(text)
@@ -421,7 +443,7 @@ cdef int _searched_tokens(tuple tokens, vector[vector[uint32_t]]& searched) exce
     return 0
 
 
-def special_matches(str text not None, tuple tokens not None):
+def special_matches(text_object, tuple tokens not None):
     """``(start, end, index)`` of each match of ``tokens`` in ``text``, without the GIL.
 
     The compiled twin of :meth:`streambpe.cutting.specials.SpecialTokenScanner.matches`
@@ -431,6 +453,7 @@ def special_matches(str text not None, tuple tokens not None):
     >>> special_matches("xabcd ab", ("ab", "abc", "bcd"))
     [(1, 4, 1), (6, 8, 0)]
     """
+    cdef str text = _plain_str(text_object)
     cdef vector[vector[uint32_t]] searched
     _searched_tokens(tokens, searched)
     PyUnicode_READY(text)
@@ -905,7 +928,7 @@ cdef class PieceEncoder:
         return 1
 
     def encode_text(
-        self, str text not None, pattern not None, pretokenizer, list out not None,
+        self, text_object, pattern not None, pretokenizer, list out not None,
         list specials=None,
     ):
         """Append the ids of ``text`` to ``out``.
@@ -920,10 +943,10 @@ cdef class PieceEncoder:
         :meth:`encode_pieces`; ``out`` may then hold part of the ids before
         the error (a caller that retries must clear it first).
         """
-        self._encode_into(text, pattern, pretokenizer, out, specials)
+        self._encode_into(_plain_str(text_object), pattern, pretokenizer, out, specials)
 
     def encode_with_specials(
-        self, str text not None, pattern not None, pretokenizer, tuple special_tokens not None,
+        self, text_object, pattern not None, pretokenizer, tuple special_tokens not None,
         tuple special_ids not None,
     ):
         """The ids of ``text`` as a new list, each of ``special_tokens`` (id in ``special_ids``) recognized.
@@ -944,6 +967,7 @@ cdef class PieceEncoder:
         >>> kernel.encode_with_specials("a<s>b", GPT2, None, ("<s>",), (256,))
         [97, 256, 98]
         """
+        cdef str text = _plain_str(text_object)
         if len(special_ids) != len(special_tokens):
             raise ValueError("special_ids must give one id per special token")
         cdef list out = []
@@ -1024,8 +1048,9 @@ cdef class PieceEncoder:
         cdef const ClassTable* table
         if not self._native_scan(pattern, pretokenizer, &scanned, &table):
             return None
-        # Own references: the texts are read without the GIL.
-        cdef tuple held = tuple(texts)
+        # Own references (exact strs: see _plain_str): the texts are read
+        # without the GIL.
+        cdef tuple held = tuple([_plain_str(item) for item in texts])
         cdef Py_ssize_t count = len(held)
         cdef vector[int] kinds
         cdef vector[const void*] buffers
@@ -1033,8 +1058,6 @@ cdef class PieceEncoder:
         cdef vector[cbool] asciis
         cdef str text
         for item in held:
-            if type(item) is not str:
-                raise TypeError(f"texts must be str, got {type(item).__name__}")
             text = <str>item
             PyUnicode_READY(text)
             kinds.push_back(PyUnicode_KIND(text))
@@ -1116,13 +1139,14 @@ cdef class PieceEncoder:
         return 0
 
     def encode_text_array(
-        self, str text not None, pattern not None, pretokenizer, out not None,
+        self, text_object, pattern not None, pretokenizer, out not None,
         list specials=None,
     ):
         """Append the ids of ``text`` to ``out``, an ``array.array('I')`` (``specials`` as above).
 
         No Python int is made per id: this is what ``encode_to_numpy`` builds on.
         """
+        cdef str text = _plain_str(text_object)
         cdef Pattern scanned
         cdef const ClassTable* table
         if self._native_scan(pattern, pretokenizer, &scanned, &table):
@@ -1132,8 +1156,9 @@ cdef class PieceEncoder:
         self._encode_by_pieces(text, pretokenizer, ids, specials)
         out.extend(ids)
 
-    def count_text(self, str text not None, pattern not None, pretokenizer, list specials=None):
+    def count_text(self, text_object, pattern not None, pretokenizer, list specials=None):
         """How many ids ``text`` encodes to, without building them (``specials`` as above)."""
+        cdef str text = _plain_str(text_object)
         cdef Pattern scanned
         cdef const ClassTable* table
         if self._native_scan(pattern, pretokenizer, &scanned, &table):

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from itertools import chain
 from typing import Protocol
 
+from streambpe._support.text_input import require_text
 from streambpe.core.bpe import merge_piece
 from streambpe.core.piece_cache import TokenIds, TwoGenerationCache
 from streambpe.core.split_steps import Pretokenization
@@ -158,6 +159,7 @@ class PieceEncoder:
         >>> out
         [97, 300, 98]
         """
+        require_text(text)
         check_special_spans(specials, len(text))
         start = 0
         for special_start, special_end, special_id in specials or ():
@@ -191,6 +193,7 @@ class PieceEncoder:
         >>> pieces.encode_with_specials("a<s>", GPT2, Pretokenizer(GPT2), ("<s>",), (256,)) is None
         True
         """
+        require_text(text)
         if any(token in text for token in special_tokens):
             return None
         out: list[int] = []
@@ -220,6 +223,8 @@ class PieceEncoder:
         >>> pieces.encode_many(["a<s>"], GPT2, Pretokenizer(GPT2), ("<s>",), (256,)) is None
         True
         """
+        for text in texts:
+            require_text(text)
         if any(token in text for text in texts for token in special_tokens):
             return None
         results = []

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from streambpe._support.text_input import require_text
 from streambpe.cutting.rule import next_safe_cut
 from streambpe.patterns import CL100K, GPT2, O200K, compile_pattern
 
@@ -76,6 +77,7 @@ class Pretokenizer:
 
     def pieces(self, text: str) -> list[str]:
         """All pieces of ``text``, in order."""
+        require_text(text)
         ascii_findall = self._ascii_findall
         findall = self._findall
         if ascii_findall is None:

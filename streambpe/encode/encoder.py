@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from streambpe import core
 from streambpe._support.pool import resolve_workers
+from streambpe._support.text_input import require_text
 from streambpe._support.utf8 import NEVER_IN_UTF8
 from streambpe.core import Backend, PieceEncoding, Pretokenizing, SpecialSpan, TokenDecoding
 from streambpe.core.piece_cache import CacheInfo
@@ -323,6 +324,7 @@ class Encoder:
         if backend is not core.active_backend():
             backend, _, encode_text, pattern, pretokenizer, _, _ = self._bind_usual_call()
         if self.pipeline is not None:
+            require_text(text)
             text = self.pipeline.prepare_ordinary(text)
         encode_text(text, pattern, pretokenizer, out)
 
@@ -439,12 +441,12 @@ class Encoder:
         >>> encoder.encode("a<s>"), encoder.encode("a<s>", disallowed_special=())
         ([97, 256], [97, 60, 115, 62])
         """
-        if (
-            allowed_special is UNSET
-            and disallowed_special is UNSET
-            and threads is None
-            and len(text) < PARALLEL_MIN_CHARS
-        ):
+        try:
+            short = len(text) < PARALLEL_MIN_CHARS
+        except TypeError:
+            require_text(text)
+            raise
+        if allowed_special is UNSET and disallowed_special is UNSET and threads is None and short:
             # The usual call, a chat message or a document, in as few Python
             # steps as it can take: the thread's kernel call, bound once (see
             # _bind_usual_call). Through the steps below, encode("hi") took
@@ -470,9 +472,7 @@ class Encoder:
                     usual_ids = None  # a lone surrogate: the general path replaces it
                 if usual_ids is not None:
                     return usual_ids
-        if self._quick_specials is not None and (
-            threads == 1 or (threads is None and len(text) < PARALLEL_MIN_CHARS)
-        ):
+        if self._quick_specials is not None and (threads == 1 or (threads is None and short)):
             # A short text with keywords, threads=1, or the pure backend: one
             # kernel call still finds the special tokens (the compiled kernel;
             # the pure one declines a text that has any) and encodes. The steps of
@@ -492,7 +492,7 @@ class Encoder:
             and disallowed_special is UNSET
             and threads is None
             and self.pipeline is None
-            and len(text) < PARALLEL_MIN_CHARS
+            and short
         ):
             # Many special tokens to look for: the steps of _run_with_policy,
             # without its calls.
@@ -503,12 +503,7 @@ class Encoder:
         if threads is not None and threads < 1:
             raise ParameterError(f"threads must be at least 1, got {threads}")
         run = self._encode_recognizing
-        if (
-            len(text) >= PARALLEL_MIN_CHARS
-            and threads != 1
-            and self.pipeline is None
-            and self.releases_gil
-        ):
+        if not short and threads != 1 and self.pipeline is None and self.releases_gil:
             # Unasked, only the main thread spreads out: a worker of a pool
             # (encode_batch, encode_file) already has the other cores busy.
             workers = threads or (
@@ -672,6 +667,7 @@ class Encoder:
         UTF-8) makes the kernel raise, and the text is then run again with
         :func:`fix_surrogates` applied, tiktoken's rule.
         """
+        require_text(text)
         if allowed_special is UNSET and disallowed_special is UNSET:
             # The usual call; resolving the keywords was a tenth of a short encode.
             scanner = self._scanner
@@ -769,6 +765,8 @@ class Encoder:
         >>> encoder.encode_each(["a<s>"], disallowed_special=())
         [[97, 60, 115, 62]]
         """
+        for text in texts:
+            require_text(text)
         if self.pipeline is None and all(len(text) < PARALLEL_MIN_CHARS for text in texts):
             if allowed_special is UNSET and disallowed_special is UNSET:
                 scanner, special_ids = self._scanner, self._scanner_ids

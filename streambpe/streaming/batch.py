@@ -18,6 +18,7 @@ from typing import Any
 
 from streambpe._support import gc_walks
 from streambpe._support.pool import resolve_workers
+from streambpe._support.text_input import require_text
 from streambpe.encode.encoder import UNSET, Encoder, SpecialSet
 from streambpe.streaming import parallel
 from streambpe.streaming.parallel import Mode, encode_map
@@ -82,6 +83,8 @@ def encode_batch(
         )
         if value is not UNSET
     }
+    for text in texts:
+        require_text(text)
     count = resolve_workers(workers)
     mode = parallel.parallel_mode(encoder)
     if count <= 1 or sum(map(len, texts)) < PARALLEL_THRESHOLD_CHARS[mode]:

@@ -28,6 +28,7 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from streambpe._support.pool import resolve_workers
+from streambpe._support.text_input import require_text
 from streambpe.cutting.specials import SpecialTokenScanner
 from streambpe.encode.encoder import fix_surrogates
 from streambpe.errors import ParameterError
@@ -224,7 +225,7 @@ class Encoding:
         """
         texts = list(text)
         for each in texts:
-            _require_str(each)
+            require_text(each)
         return self._tokenizer.encode_batch(
             texts,
             allowed_special=_NO_SPECIALS,
@@ -563,7 +564,7 @@ class Encoding:
         Names in ``allowed_special`` that are not special tokens of this
         encoding are ignored, as tiktoken ignores them.
         """
-        _require_str(text)
+        require_text(text)
         if allowed_special is _NO_SPECIALS and disallowed_special == "all":
             # The default, and by far the most frequent call: nothing to work out.
             allowed = _NO_SPECIALS
@@ -620,12 +621,6 @@ def _check_ranks(
                 f"{explicit_n_vocab - 1} (explicit_n_vocab), but has {len(mergeable_ranks)} "
                 f"mergeable and {len(special_tokens)} special tokens, the largest id {largest}"
             )
-
-
-def _require_str(text: object) -> None:
-    """A TypeError, tiktoken's kind, unless ``text`` is a str."""
-    if not isinstance(text, str):
-        raise TypeError(f"expected the text as a str, got {type(text).__name__}")
 
 
 def _workers(num_threads: int) -> int:
