@@ -21,6 +21,7 @@ is collected and shared by all of them.
 from __future__ import annotations
 
 import multiprocessing
+import random
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -210,6 +211,55 @@ def test_same_pieces_as_regex(pattern: str, unit_size: int, data: st.DataObject)
     if expected:
         reference.update({"\x00already there": 2, expected[0]: 5})
     assert counts == reference
+
+
+# --------------------------------------------------------------------------- o200k windows
+
+#: ASCII characters and runs at o200k's class boundaries (contractions, the
+#: punctuation tail's newlines and slashes, runs of spaces after a newline,
+#: digit runs, \x1c which is not \s), for one-byte texts long enough that the
+#: scanner finds piece starts a window of 60 characters at a time
+#: (``Scanner::o200k_bulk``), with windows starting anywhere in them.
+O200K_WINDOW_ITEMS = [
+    *"aZbYsStTmMdDlLvVrReE0159 \t\n\r\x0b\x0c\x1c'/!.,-_(){}\"#",
+    *["  ", "\r\n", "\n\n", "'s", "'ll", "'RE", "'ve", "'t's", "/\n", ";\n/", ";\n/.", "\n/"],
+    *["123456", "x" * 20, "Ab" * 9, " " * 20, "\n" + " " * 30, "\n" + " " * 70 + "x"],
+]
+
+
+def _o200k_window_texts(seed: int, count: int) -> Iterator[str]:
+    rng = random.Random(seed)
+    for _ in range(count):
+        yield "".join(rng.choices(O200K_WINDOW_ITEMS, k=rng.randint(20, 160)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(O200K_WINDOW_ITEMS), min_size=20, max_size=160))
+def test_o200k_windows_find_the_pieces_regex_finds(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert native.Pretokenizer(O200K).pieces(text) == regex.findall(O200K, text)
+
+
+def test_o200k_windows_on_many_texts() -> None:
+    """Seeded, so a failure is the same on every run: 4,000 texts of 20-160 items."""
+    pretokenizer = native.Pretokenizer(O200K)
+    for text in _o200k_window_texts(seed=25, count=4000):
+        assert pretokenizer.pieces(text) == regex.findall(O200K, text), text
+
+
+def test_o200k_windows_in_an_encode_match_tiktoken(cl100k_ranks: dict[bytes, int]) -> None:
+    """The windows run in a one-byte text's encode, and in a wide str's long ASCII runs."""
+    import tiktoken
+
+    from streambpe import Tokenizer
+
+    reference = tiktoken.Encoding(
+        "o200k_pattern", pat_str=O200K, mergeable_ranks=cl100k_ranks, special_tokens={}
+    )
+    tokenizer = Tokenizer.from_ranks(cl100k_ranks, pattern=O200K)
+    texts = list(_o200k_window_texts(seed=7, count=200))
+    for text in (*texts, "\u4e00".join(texts)):
+        assert tokenizer.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
 def test_count_into_counts_many_texts_like_counter() -> None:
