@@ -16,4 +16,9 @@ from __future__ import annotations
 def require_text(text: object) -> None:
     """Raise ``TypeError`` unless ``text`` is a str (or a subclass of str)."""
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise not_text_error(text)
+
+
+def not_text_error(value: object) -> TypeError:
+    """The ``TypeError`` for ``value`` given where a str was expected (the compiled kernel raises it too)."""
+    return TypeError(f"text must be a str, got {type(value).__name__}")

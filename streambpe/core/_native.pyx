@@ -100,6 +100,7 @@ import operator
 from array import array
 
 from streambpe._support.table_cache import content_key, read_table, write_table
+from streambpe._support.text_input import not_text_error
 from streambpe.core.unicode_classes import base_table, class_table
 from streambpe.patterns import CL100K, GPT2, NAMED_PATTERNS, O200K
 
@@ -256,13 +257,14 @@ cdef inline str _plain_str(object text):
     The entry points below read the str's buffer, which any str has, but a
     ``str`` parameter in Cython admits only exact strs; tiktoken and HF
     ``tokenizers`` take subclasses, so these do too. Anything else is a
-    TypeError that names its type.
+    TypeError that names its type (``_support/text_input``'s, the message of
+    every entry point).
     """
     if type(text) is str:
         return <str>text
     if isinstance(text, str):
         return PyUnicode_FromObject(text)
-    raise TypeError(f"text must be a str, got {type(text).__name__}")
+    raise not_text_error(text)
 
 
 def class_bits(str text):
