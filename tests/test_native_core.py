@@ -348,14 +348,49 @@ def _encode_passes(vocabulary: Vocabulary, words: list[str], passes: int) -> tup
 
 
 def test_the_short_piece_table_starts_over_when_full() -> None:
-    """Five times as many short pieces as the table holds (half of 4,096 entries).
+    """Three times as many short pieces as the table holds (three quarters of 4,096 entries).
 
     It empties itself and fills again, and every pass still gives pure BPE's
-    ids, the pieces it dropped answered by the cache sets behind it.
+    ids, the pieces it dropped encoded again.
     """
     vocabulary = ab_vocabulary(random.Random(5), ties=False)
     words = _few_id_words(random.Random(6), vocabulary, 10_000)
     _encode_passes(vocabulary, words, 3)
+
+
+def test_a_short_piece_with_more_ids_than_its_entry_holds_is_found_again() -> None:
+    """Short pieces of two to eight ids, each encoded three times.
+
+    An entry of the short-piece table holds up to four ids. For a piece with
+    more it keeps a mark, and the ids go to the cache sets, which only a mark
+    sends a short piece to. Every text must give pure BPE's ids, and each
+    piece must run BPE once: every repeat is a hit, through its entry or its
+    mark. The texts are ten pieces each, too short for the segment store.
+    """
+    encoder, ranks = ab_vocabulary(random.Random(8), ties=False)
+    chooser = random.Random(9)
+    by_count: dict[int, dict[str, None]] = {count: {} for count in range(2, 9)}
+    while any(len(words) < 20 for words in by_count.values()):
+        word = "".join(chooser.choice("abc") for _ in range(chooser.randint(3, 15)))
+        words = by_count.get(len(pure_encode(word.encode(), encoder, ranks)))
+        if words is not None and len(words) < 20:
+            words[word] = None
+    pieces = [word for words in by_count.values() for word in words]
+    chooser.shuffle(pieces)
+    encoding = native.PieceEncoder(encoder, ranks, 4096)
+    lookups = 0
+    for _ in range(3):
+        for first in range(0, len(pieces), 10):
+            text = "\n".join(pieces[first : first + 10])
+            out: list[int] = []
+            encoding.encode_text(text, patterns.GPT2, None, out)
+            assert out == _pure_ids(text, encoder, ranks)
+            lookups += len(regex.findall(patterns.GPT2, text))
+    hits, misses, _, currsize = encoding.cache_info()
+    assert (hits, misses) == (lookups - len(pieces), len(pieces))
+    # Each piece once (the table's entries and the sets' lines; marks are not
+    # counted), and the line break, a token the table keeps too.
+    assert currsize == len(pieces) + 1
 
 
 def _short_piece_slot(piece: bytes, mask: int) -> int:

@@ -816,10 +816,11 @@ private:
 
 // Piece bytes -> output indexes, bounded by ``maxsize`` entries in all.
 //
-// Three LineStores, by the room a piece and its outputs take: 32-byte lines
-// (24 bytes: a 12-byte piece with three ids) for half the entries, 64-byte
-// lines (56 bytes) for seven sixteenths, and 128-byte lines (120 bytes) for
-// the last sixteenth, the long pieces with many ids that are the costliest
+// Three LineStores, by the room a piece and its outputs take. Alone (in a
+// cache of fewer than 4,096 entries) they have 32-byte lines (24 bytes: a
+// 12-byte piece with three ids) for half the entries, 64-byte lines (56
+// bytes) for seven sixteenths, and 128-byte lines (120 bytes) for the last
+// sixteenth, the long pieces with many ids that are the costliest
 // to merge again (CJK text, runs of symbols). Of the 242,650 distinct
 // pieces that are not tokens in 8 MiB of the generated multilingual prose
 // (o200k), 60 % fit the small lines and 3 % need the large ones, so the
@@ -831,13 +832,17 @@ private:
 // (they are rare, and long enough that BPE dwarfs a lookup). maxsize == 0
 // stores nothing.
 //
-// In front of them, from 4,096 entries up, a ShortPieces table of up to
-// maxsize / 2 pieces (32-byte slots, as many as maxsize rounded up to a
-// power of two: 16 MiB at the default size) answers pieces of up to 15 bytes, tokens and merged pieces alike.
-// What it holds the vocabulary or the LineStores hold too, so it is not
-// counted in size(); a hit there is a hit like any other. (Taking its
-// entries out of maxsize instead halved the LineStores: a second 8 MiB of
-// prose after a first then ran BPE on many more of its pieces.)
+// In front of them, from 4,096 entries up, a ShortPieces table takes three
+// quarters of maxsize (32-byte slots, at most half full: 32 MiB at the
+// default size) and answers pieces of up to 15 bytes, tokens and merged
+// pieces alike. It is their only store unless a piece has more outputs than
+// its entries hold: it then keeps a mark, and the LineStores, which share
+// the last quarter, the outputs. So a short piece seen for the first time
+// costs one lookup, not one more in each LineStore it might be in, and a
+// store of lines after it (two to six cache misses: on 1.5 MB of the ASCII
+// lines of the generated prose, o200k, callgrind with a 2 MiB last level
+// counted 757 K misses of it, 368 K after). The LineStores get long pieces
+// and marked ones only, so a quarter of maxsize is room enough for them.
 //
 // Beside them, from 4,096 entries up, a SegmentStore keeps the outputs of
 // whole stretches of text, 32 bytes of it per entry of maxsize in each of its
@@ -851,17 +856,18 @@ public:
           segments_(maxsize < SHORT_MIN_ENTRIES ? 0 : SEGMENT_BYTES_PER_ENTRY * maxsize),
           short_(short_entries(maxsize)),
           narrow_(narrow_entries(maxsize)),
-          middle_(maxsize - narrow_entries(maxsize) - wide_entries(maxsize)),
+          middle_(line_entries(maxsize) - narrow_entries(maxsize) - wide_entries(maxsize)),
           wide_(wide_entries(maxsize)) {}
 
     // Whether pieces of up to ShortPieces::MAX_BYTES bytes go to find_short.
     bool short_pieces() const { return short_.enabled(); }
 
     // The entry of a short piece (``hash == ShortPieces::hash_of(key)``),
-    // counting a hit; nullptr, counting nothing, if it is not there.
+    // counting a hit if it has the outputs; a mark (ShortPieces::spilled: ask
+    // ``get``) or nullptr (never seen, or dropped) count nothing.
     const ShortPieces::Entry* find_short(ShortPieces::Key key, uint64_t hash) {
         const ShortPieces::Entry* entry = short_.find(key, hash);
-        hits_ += entry != nullptr;
+        hits_ += entry != nullptr && !ShortPieces::spilled(*entry);
         return entry;
     }
 
@@ -870,10 +876,16 @@ public:
     // entry of many lookups (until the next put_short).
     ShortPieces::Slots short_slots() const { return short_.slots(); }
 
-    // Keeps the outputs of a short piece find_short missed, encoded otherwise.
+    // Keeps the outputs of a short piece find_short missed, encoded otherwise,
+    // or a mark if there are more than ShortPieces::MAX_OUTPUTS (the caller
+    // gives those outputs to ``put``).
     void put_short(ShortPieces::Key key, uint64_t hash, const uint32_t* outputs, size_t count) {
         short_.put(key, hash, outputs, count);
     }
+
+    // Counts a lookup that ran BPE without asking ``get`` (a short piece
+    // find_short did not find: no other store has it).
+    void count_miss() { ++misses_; }
 
     // Appends the cached outputs of ``piece`` to ``out`` and returns true on
     // a hit; counts the lookup either way.
@@ -927,7 +939,7 @@ public:
     size_t hits() const { return hits_; }
     size_t misses() const { return misses_; }
     size_t maxsize() const { return maxsize_; }
-    size_t size() const { return narrow_.size() + middle_.size() + wide_.size(); }
+    size_t size() const { return short_.size() + narrow_.size() + middle_.size() + wide_.size(); }
 
 private:
     using Narrow = LineStore<32>;
@@ -943,11 +955,20 @@ private:
     static constexpr size_t SHORT_MIN_ENTRIES = 4096;
     static constexpr size_t SEGMENT_BYTES_PER_ENTRY = 32;
     static size_t short_entries(size_t maxsize) {
-        return maxsize < SHORT_MIN_ENTRIES ? 0 : maxsize / 2;
+        return maxsize < SHORT_MIN_ENTRIES ? 0 : maxsize - maxsize / 4;
     }
-    // Rounded up, so that a cache of one entry still keeps a short piece.
-    static size_t narrow_entries(size_t maxsize) { return (maxsize + 1) / 2; }
-    static size_t wide_entries(size_t maxsize) { return maxsize / 16; }
+    // What the ShortPieces table leaves to the LineStores.
+    static size_t line_entries(size_t maxsize) { return maxsize - short_entries(maxsize); }
+    // Without the ShortPieces table, half of the entries, rounded up so that
+    // a cache of one entry still keeps a short piece; with it, the narrow
+    // lines get only the few pieces of 16 bytes with two ids, or of up to
+    // 8 bytes with four.
+    static size_t narrow_entries(size_t maxsize) {
+        return short_entries(maxsize) == 0 ? (maxsize + 1) / 2 : line_entries(maxsize) / 8;
+    }
+    static size_t wide_entries(size_t maxsize) {
+        return short_entries(maxsize) == 0 ? maxsize / 16 : line_entries(maxsize) / 8;
+    }
 
     size_t maxsize_;
     SegmentStore segments_;
@@ -994,8 +1015,15 @@ public:
 
     // The same, with ``hash == hash_bytes(piece, n)`` and the vocabulary
     // filter's answer for it already known.
+    //
+    // ``short_table`` says the caller keeps the piece in the short-piece
+    // table (and found it there neither as outputs nor as a mark, unless
+    // ``spilled``): the line stores then have it only if it has more outputs
+    // than that table's entries hold, so they are asked only after a mark
+    // and written only for such a piece.
     bool encode_hashed(const uint8_t* piece, size_t n, uint64_t hash, bool may_be_token,
-                       std::vector<uint32_t>& out, EncodeProblem& problem) {
+                       std::vector<uint32_t>& out, EncodeProblem& problem,
+                       bool short_table = false, bool spilled = false) {
         // Most pieces of real text are tokens themselves: answer those from
         // the vocabulary, and keep the cache for the pieces that need BPE.
         if (may_be_token) {
@@ -1006,7 +1034,11 @@ public:
                 return true;
             }
         }
-        if (cache_.get(piece, n, hash, out)) return true;
+        if (!short_table || spilled) {
+            if (cache_.get(piece, n, hash, out)) return true;
+        } else {
+            cache_.count_miss();
+        }
         if (n >= NONE32) {
             problem.outcome = EncodeOutcome::PIECE_TOO_LONG;
             return false;
@@ -1023,7 +1055,10 @@ public:
             }
             out.push_back(output);
         }
-        cache_.put(piece, n, hash, out.data() + first, out.size() - first);
+        const size_t count = out.size() - first;
+        if (!short_table || count > ShortPieces::MAX_OUTPUTS) {
+            cache_.put(piece, n, hash, out.data() + first, count);
+        }
         return true;
     }
 
@@ -1380,7 +1415,7 @@ private:
             const ShortPieces::Entry& entry = slots.first(span.hash);
             std::memcpy(outputs + written, entry.outputs, sizeof entry.outputs);
             if (ShortPieces::holds(entry, span.key)) {
-                written += entry.count;
+                written += ShortPieces::count(entry);
                 ++found;
                 continue;
             }
@@ -1398,13 +1433,14 @@ private:
 
     // Hashes a piece that needs more than the first entry of its lookup and
     // prefetches what encode_hashed will read for it: its vocabulary slot if
-    // the filter says it may be a token, its cache sets otherwise.
+    // the filter says it may be a token, else, for a long piece, its cache
+    // sets.
     __attribute__((noinline)) void read_ahead(Span& span, const uint8_t* piece) {
         if (is_short(span)) span.piece_hash = hash_bytes(piece, span.size);
         span.may_be_token = merger_->may_be_token(span.piece_hash);
         if (span.may_be_token) {
             merger_->prefetch(span.piece_hash);
-        } else {
+        } else if (!is_short(span)) {
             cache_.prefetch(span.size, span.piece_hash);
         }
         span.prepared = true;
@@ -1417,17 +1453,23 @@ private:
                                                std::vector<uint32_t>& out,
                                                EncodeProblem& problem) {
         const bool short_key = is_short(span);
+        bool spilled = false;
         if (short_key) {
             if (const ShortPieces::Entry* entry = cache_.find_short(span.key, span.hash)) {
-                out.insert(out.end(), entry->outputs, entry->outputs + entry->count);
-                return true;
+                spilled = ShortPieces::spilled(*entry);
+                if (!spilled) {
+                    out.insert(out.end(), entry->outputs, entry->outputs + ShortPieces::count(*entry));
+                    return true;
+                }
             }
         }
         // Found at once by the first pass but dropped since, when a put
         // started the table over: not read ahead yet.
         if (!span.prepared) read_ahead(span, piece);
         const size_t first = out.size();
-        if (!encode_hashed(piece, span.size, span.piece_hash, span.may_be_token, out, problem)) {
+        // A mark's piece has several outputs: it is not a token.
+        if (!encode_hashed(piece, span.size, span.piece_hash, span.may_be_token && !spilled, out,
+                           problem, short_key, spilled)) {
             problem.position = span.start;
             return false;
         }

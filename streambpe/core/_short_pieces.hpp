@@ -35,7 +35,7 @@ constexpr ByteMasks TAIL_MASKS = byte_masks(8);
 // addressing with linear probing, at most half full: a lookup usually reads
 // one entry, and a piece it lacks usually stops at the next, empty one.
 // There is no eviction: once ``limit`` pieces are in, the table starts over
-// empty (the caller's other stores still hold what it drops).
+// empty, and a piece it dropped is encoded again when it next comes.
 //
 // Most pieces of real text are short (97 % of those of multilingual prose,
 // 99 % of source code, o200k) and repeat, so this one read answers most of
@@ -48,6 +48,12 @@ constexpr ByteMasks TAIL_MASKS = byte_masks(8);
 // and of a second 8 MiB of prose after a first, 1.04-1.11x (medians of
 // five to eight), within this machine's noise.
 //
+// A piece with more outputs than an entry holds is kept as a mark, its key
+// with the SPILLED bit set: find() returns it, and the caller reads the
+// outputs from its store of longer entries, which is then the only store
+// asked. (Before, every short piece the table missed was also looked up and
+// kept in those stores: two to six cache misses more for each new piece.)
+//
 // A probe gives up after MAX_PROBE entries, as if the piece were absent, and
 // a piece with no free entry within that reach is not kept: text made to
 // pile pieces onto one slot costs a bounded number of reads a piece, never a
@@ -55,8 +61,16 @@ constexpr ByteMasks TAIL_MASKS = byte_masks(8);
 class ShortPieces {
 public:
     static constexpr size_t MAX_BYTES = 15;
-    static constexpr size_t MAX_OUTPUTS = 3;
+    static constexpr size_t MAX_OUTPUTS = 4;
     static constexpr size_t MAX_PROBE = 16;
+    // A key's top byte holds the piece's length, at most MAX_BYTES, in its
+    // low four bits; an entry's keeps its count of outputs in the next three
+    // (COUNT_SHIFT), and a mark's sets the last (SPILLED). So an entry is a
+    // key and four outputs, and a mark is never mistaken for an entry.
+    static constexpr unsigned COUNT_SHIFT = 60;
+    static constexpr uint64_t COUNT_BITS = uint64_t(7) << COUNT_SHIFT;
+    static constexpr uint64_t SPILLED = uint64_t(1) << 63;
+    static_assert(MAX_OUTPUTS < 8 && MAX_BYTES < 16, "the count and length share a byte");
 
     // A piece as two integers: its first eight bytes and the seven after
     // them, each zero-padded, with its length in the top byte, so no key of
@@ -89,8 +103,7 @@ public:
 
     struct alignas(32) Entry {
         uint64_t head;
-        uint64_t tail;  // 0: a free entry
-        uint32_t count;
+        uint64_t tail;  // the key's, with COUNT_BITS or SPILLED; 0: a free entry
         uint32_t outputs[MAX_OUTPUTS];
     };
     static_assert(sizeof(Entry) == 32, "two entries to a cache line");
@@ -109,13 +122,20 @@ public:
     ~ShortPieces() { release(); }
 
     bool enabled() const { return limit_ > 0; }
+    // The pieces whose outputs are here (marks not counted).
+    size_t size() const { return size_ - marks_; }
 
     // Starts loading the entry a lookup of ``hash`` reads first.
     PREFETCHER void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
+    // Whether ``entry`` has the outputs of ``key``: never true of a mark.
     static bool holds(const Entry& entry, Key key) {
-        return entry.head == key.head && entry.tail == key.tail;
+        return entry.head == key.head && (entry.tail & ~COUNT_BITS) == key.tail;
     }
+    // How many outputs ``entry`` has (0 for a mark).
+    static size_t count(const Entry& entry) { return (entry.tail & COUNT_BITS) >> COUNT_SHIFT; }
+    // Whether ``entry`` is a mark: its piece has more than MAX_OUTPUTS outputs.
+    static bool spilled(const Entry& entry) { return (entry.tail & SPILLED) != 0; }
 
     // The table's entries as they are until the next put, held by a caller
     // that reads the first entry of many lookups in a loop: the table's own
@@ -130,21 +150,25 @@ public:
     };
     Slots slots() const { return Slots{slots_, mask_}; }
 
-    // The entry of ``key`` (``hash == hash_of(key)``), or nullptr.
+    // The entry of ``key`` (``hash == hash_of(key)``), possibly a mark
+    // (spilled()), or nullptr.
     const Entry* find(Key key, uint64_t hash) const {
         size_t i = hash & mask_;
         for (size_t probe = 0; probe < MAX_PROBE; ++probe, i = (i + 1) & mask_) {
             const Entry& entry = slots_[i];
-            if (entry.tail == key.tail && entry.head == key.head) return &entry;
+            if ((entry.tail & ~(COUNT_BITS | SPILLED)) == key.tail && entry.head == key.head) {
+                return &entry;
+            }
             if (entry.tail == 0) return nullptr;
         }
         return nullptr;
     }
 
-    // Keeps the ``count`` outputs of a piece, if there are one to
-    // MAX_OUTPUTS of them and it is not here yet.
+    // Keeps the ``count`` outputs of a piece that is not here yet, or a mark
+    // if there are more than MAX_OUTPUTS of them.
     void put(Key key, uint64_t hash, const uint32_t* outputs, size_t count) {
-        if (limit_ == 0 || count == 0 || count > MAX_OUTPUTS) return;
+        if (limit_ == 0 || count == 0) return;
+        const bool spill = count > MAX_OUTPUTS;
         if (size_ >= limit_) release();  // full: start over
         if (slots_ == &NO_SLOTS) {
             // Zeroed memory, touched only where entries land.
@@ -154,12 +178,16 @@ public:
         size_t i = hash & mask_;
         for (size_t probe = 0; probe < MAX_PROBE; ++probe, i = (i + 1) & mask_) {
             Entry& entry = slots_[i];
-            if (entry.tail == key.tail && entry.head == key.head) return;
+            if ((entry.tail & ~(COUNT_BITS | SPILLED)) == key.tail && entry.head == key.head) return;
             if (entry.tail != 0) continue;
             entry.head = key.head;
-            entry.tail = key.tail;
-            entry.count = uint32_t(count);
-            std::memcpy(entry.outputs, outputs, 4 * count);
+            if (spill) {
+                entry.tail = key.tail | SPILLED;
+                ++marks_;
+            } else {
+                entry.tail = key.tail | uint64_t(count) << COUNT_SHIFT;
+                std::memcpy(entry.outputs, outputs, 4 * count);
+            }
             ++size_;
             return;
         }
@@ -174,6 +202,7 @@ private:
         slots_ = &NO_SLOTS;
         mask_ = 0;
         size_ = 0;
+        marks_ = 0;
     }
 
     // What ``slots_`` points at before the table is allocated: one free
@@ -187,6 +216,7 @@ private:
     size_t mask_ = 0;           // capacity_ - 1 once the table is allocated
     Entry* slots_ = &NO_SLOTS;  // allocated on the first put
     size_t size_ = 0;
+    size_t marks_ = 0;  // the entries among size_ that are marks
 };
 
 }  // namespace streambpe
