@@ -172,9 +172,11 @@ def vocabularies(draw: st.DrawFn) -> Vocabulary:
     return encoder, ranks
 
 
-# Pieces past 96 bytes take the native heap path.
+# Pieces of up to 24 parts merge in a linked list, longer ones in arrays that
+# close up, and pieces past 96 bytes take the native heap path.
 pieces = st.one_of(
     st.text(alphabet=LETTERS, max_size=20),
+    st.text(alphabet=LETTERS, min_size=21, max_size=96),
     st.text(alphabet=LETTERS, min_size=100, max_size=300),
     st.builds(str.__mul__, st.sampled_from(["a", "ab", "aab", "é"]), st.integers(1, 200)),
 )
@@ -200,6 +202,22 @@ def test_every_short_string_matches_pure_when_tokens_have_many_splits(
         for letters in itertools.product("ab", repeat=length):
             piece = "".join(letters).encode()
             assert encoding.encode_bytes(piece) == pure_encode(piece, encoder, ranks), piece
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_pieces_on_both_sides_of_the_linked_merge_limit_match_pure(ties: bool) -> None:
+    """Strings of 18 to 30 letters over "ab", against the pure oracle.
+
+    The compiled BPE merges a piece of up to 24 parts in a linked list and a
+    longer one in arrays that close up after each merge; both must give pure
+    BPE's ids, with distinct ranks and with many ties.
+    """
+    rng = random.Random(11)
+    encoder, ranks = ab_vocabulary(rng, ties=ties)
+    encoding = native.PieceEncoder(encoder, ranks, 0)
+    for _ in range(600):
+        piece = "".join(rng.choices("ab", k=rng.randint(18, 30))).encode()
+        assert encoding.encode_bytes(piece) == pure_encode(piece, encoder, ranks), piece
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
