@@ -10,6 +10,7 @@ are cut many times, including next to and between special tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from pathlib import Path
@@ -21,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streambpe import core
+from streambpe._support import shared_work
 from streambpe.cutting.specials import SpecialTokenScanner
 from streambpe.cutting.splitter import StreamSplitter
 from streambpe.encode import encoder as encoder_module
@@ -227,24 +229,32 @@ def test_quick_special_spans_match_the_scanner(tokens: list[str], text: str) -> 
 def test_only_the_main_thread_spreads_out_unasked(
     r50k_tokenizer: Tokenizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A pool's worker (encode_batch, encode_file) must not start a pool of its own."""
-    pools: list[int] = []
-    real_pool = encoder_module.ThreadPoolExecutor
+    """A pool's worker (encode_file), or the main thread while it runs a task of shared
+    work (encode_batch's caller), must not spread its own encode over more threads."""
+    spreads: list[int] = []
+    real_in_order = shared_work.in_order
 
-    def counting_pool(workers: int) -> Any:
-        pools.append(workers)
-        return real_pool(workers)
+    def counting_in_order(count: int, run: Callable[[int], None], *, threads: int) -> Any:
+        spreads.append(threads)
+        return real_in_order(count, run, threads=threads)
 
-    monkeypatch.setattr(encoder_module, "ThreadPoolExecutor", counting_pool)
+    monkeypatch.setattr(shared_work, "in_order", counting_in_order)
     text = "some words and more words " * 20
     with core.using_backend("native"):
         expected = r50k_tokenizer.encode(text, threads=1)
-        assert pools == []
+        assert spreads == []
         with ThreadPoolExecutor(1) as outer:
             assert outer.submit(r50k_tokenizer.encode, text).result() == expected
-        assert pools == []
+        assert spreads == []
+        inside: list[list[int]] = []
+        for _ in real_in_order(
+            1, lambda _index: inside.append(r50k_tokenizer.encode(text)), threads=1
+        ):
+            pass
+        assert inside == [expected]
+        assert spreads == []
         assert r50k_tokenizer.encode(text, threads=2) == expected
-        assert pools == [2]
+        assert spreads == [2]
 
 
 @settings(max_examples=150, deadline=None)

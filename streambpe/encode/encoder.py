@@ -20,11 +20,11 @@ import itertools
 import threading
 from array import array
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from streambpe import core
+from streambpe._support import shared_work
 from streambpe._support.pool import resolve_workers
 from streambpe._support.text_input import require_text
 from streambpe._support.utf8 import NEVER_IN_UTF8
@@ -504,11 +504,13 @@ class Encoder:
             raise ParameterError(f"threads must be at least 1, got {threads}")
         run = self._encode_recognizing
         if not short and threads != 1 and self.pipeline is None and self.releases_gil:
-            # Unasked, only the main thread spreads out: a worker of a pool
+            # Unasked, only the main thread spreads out, and not while it runs
+            # a task of shared work: a pool's worker or encode_batch's caller
             # (encode_batch, encode_file) already has the other cores busy.
             workers = threads or (
                 resolve_workers(None)
                 if threading.current_thread() is threading.main_thread()
+                and not shared_work.running_a_task()
                 else 1
             )
             if workers > 1:
@@ -575,11 +577,9 @@ class Encoder:
 
         move_id_part = core.active_backend().move_id_part
         joined: list[int] = []
-        with ThreadPoolExecutor(min(workers, len(parts))) as pool:
-            encoding = [pool.submit(encode_into_results, index) for index in range(len(parts))]
-            for index, part_done in enumerate(encoding):
-                part_done.result()  # raises what the part raised
-                move_id_part(joined, results, index)
+        # This thread encodes parts too, and joins each between its own.
+        for index in shared_work.in_order(len(parts), encode_into_results, threads=workers):
+            move_id_part(joined, results, index)
         return joined
 
     def _bind_usual_call(self) -> _UsualCall:
