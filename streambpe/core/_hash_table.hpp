@@ -78,6 +78,29 @@ inline uint64_t hash_bytes(const uint8_t* data, size_t n) {
     return mix64(h);
 }
 
+// hash_bytes for long strings (the segments of the segment store, thousands
+// of bytes each): four chains of the same step over 32 bytes at a time, so
+// their multiplies overlap instead of each waiting for the one before, then
+// folded into one and finished by hash_bytes on the last bytes. One chain
+// hashed at about 6 GB/s, 1.3 ms of a cold encode of 8 MiB of source code
+// (perf). A different value from hash_bytes for the same bytes.
+inline uint64_t hash_long_bytes(const uint8_t* data, size_t n) {
+    constexpr uint64_t STEP = 0xc4ceb9fe1a85ec53ULL;
+    uint64_t lanes[4] = {0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL), 0x243f6a8885a308d3ULL,
+                         0x13198a2e03707344ULL, 0xa4093822299f31d0ULL};
+    while (n >= 32) {
+        for (int lane = 0; lane < 4; ++lane) {
+            uint64_t h = (lanes[lane] ^ load_le(data + 8 * lane, 8)) * STEP;
+            lanes[lane] = h ^ h >> 29;
+        }
+        data += 32;
+        n -= 32;
+    }
+    const uint64_t folded =
+        lanes[0] ^ mix64(lanes[1]) ^ mix64(lanes[2] + 1) ^ mix64(lanes[3] + 2);
+    return hash_bytes(data, n) ^ folded;
+}
+
 // ------------------------------------------------------- table memory
 
 // Memory for the big tables that are read at random (the vocabulary, the

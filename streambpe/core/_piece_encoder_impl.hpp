@@ -1290,7 +1290,7 @@ private:
                                    : segment_key(units, start, end, key_unit_size, key_ascii);
         if (ascii) key_unit_size = 1;  // an ASCII str is its own narrowest key
         const size_t n = (end - start) * size_t(key_unit_size);
-        const uint64_t hash = hash_bytes(key, n);
+        const uint64_t hash = hash_long_bytes(key, n);
         SegmentStore& segments = cache_.segments();
         SegmentStore::Found found;
         if (segments.find(key, n, key_unit_size, hash, found)) {
