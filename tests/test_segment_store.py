@@ -1,7 +1,7 @@
 """The compiled kernel's segment store: text encoded again is answered whole, and always right.
 
 From 4,096 cache entries up, the compiled kernel keeps the ids of whole
-stretches of text (segments of about 4,096 characters, cut where no piece
+stretches of text (segments of about 2,048 characters, cut where no piece
 crosses) the second time it sees them, and answers them with one lookup
 from then on (``docs/design.md``, "Text encoded again"). Nothing may change the ids:
 tiktoken is the oracle for texts encoded cold, again, and after edits that
@@ -27,7 +27,7 @@ native = pytest.importorskip(
 )
 
 #: The kernel's shortest segment, in characters (``SEGMENT_MIN_UNITS``).
-SEGMENT = 4096
+SEGMENT = 2048
 
 FRAGMENTS = [
     "word", " word", "  ", " ", "\n", "\n\n", "line\nNext", ".\nAb", "é", "東京", "。\n吾",
@@ -35,7 +35,7 @@ FRAGMENTS = [
     "Привет ", "a" * 40,
 ]  # fmt: skip
 #: Texts of one to six segments, with every character the cut rule reads.
-long_texts = st.lists(st.sampled_from(FRAGMENTS), min_size=1200, max_size=5000).map("".join)
+long_texts = st.lists(st.sampled_from(FRAGMENTS), min_size=600, max_size=2500).map("".join)
 
 
 def kernel(ranks: dict[bytes, int], cache_size: int = 1 << 16) -> Any:

@@ -1229,15 +1229,8 @@ private:
     // after that, and at most this many bytes. Long enough that a lookup
     // costs little beside the pieces it spares, short enough that text
     // encoded again after a change, or a conversation encoded again with a
-    // new turn, is found up to near the change. It was 2,048: each segment
-    // starts the scanner, the store's lookups and its note of the hash over,
-    // and with 4,096 a cold encode of 8 MiB of source code took 43-45 ms
-    // against 44-47, warm 8 MiB of code 7 ms against 10 and of prose 14-15
-    // against 20, and a conversation of 40 turns re-encoded at each turn the
-    // same 11.0 ms (o200k, fresh processes in turns). At 8,192 warm prose
-    // took 56-65 ms: more segments kept four-byte keys, and the store's two
-    // generations no longer held the text.
-    static constexpr size_t SEGMENT_MIN_UNITS = 4096;
+    // new turn, is found up to near the change.
+    static constexpr size_t SEGMENT_MIN_UNITS = 2048;
     static constexpr size_t SEGMENT_MAX_BYTES = size_t(64) << 10;
 
     // encode_text under a built-in pattern, without the segment store: a
