@@ -26,7 +26,6 @@ from streaming_helpers import (
 )
 
 import streambpe._support.pool
-import streambpe._support.shared_work
 import streambpe.streaming.batch
 import streambpe.streaming.parallel
 from streambpe.tokenizer import Tokenizer
@@ -68,21 +67,13 @@ class PoolSpy:
 
 
 def spy_on_pools(monkeypatch: pytest.MonkeyPatch) -> PoolSpy:
-    """One spy on every way a batch spreads: the pools ``encode_map`` may start (threads or
-    processes) and the threads :func:`~streambpe._support.shared_work.in_order` shares work with."""
+    """One spy on both kinds of pool (thread and process) that ``encode_map`` may start."""
     module = streambpe._support.pool
     spy = PoolSpy(module.process_pool)
     threads = PoolSpy(module.thread_pool)
     threads.workers = spy.workers
     monkeypatch.setattr(module, "process_pool", spy)
     monkeypatch.setattr(module, "thread_pool", threads)
-    in_order = streambpe._support.shared_work.in_order
-
-    def spied_in_order(count: int, run: Callable[[int], None], *, threads: int) -> Iterator[int]:
-        spy.workers.append(threads)
-        return in_order(count, run, threads=threads)
-
-    monkeypatch.setattr(streambpe._support.shared_work, "in_order", spied_in_order)
     return spy
 
 
@@ -116,7 +107,7 @@ def test_empty_batch(gpt2_tok: Tokenizer, parallel: PoolSpy) -> None:
 def test_large_batch_in_parallel_keeps_order(
     gpt2_tok: Tokenizer, parallel: PoolSpy, workers: int
 ) -> None:
-    """Over the threshold the batch goes to threads or processes; results still line up with the texts."""
+    """Over the threshold the batch goes to processes; results still line up with the texts."""
     texts = varied_texts(120, seed=workers)
     children = child_pids()
     result = gpt2_tok.encode_batch(texts, workers=workers)

@@ -229,8 +229,8 @@ def test_quick_special_spans_match_the_scanner(tokens: list[str], text: str) -> 
 def test_only_the_main_thread_spreads_out_unasked(
     r50k_tokenizer: Tokenizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A pool's worker (encode_file), or the main thread while it runs a task of shared
-    work (encode_batch's caller), must not spread its own encode over more threads."""
+    """A pool's worker (encode_batch, encode_file), or the main thread while it runs a
+    task of shared work (``_support/shared_work``), must not spread its encode over more threads."""
     spreads: list[int] = []
     real_in_order = shared_work.in_order
 

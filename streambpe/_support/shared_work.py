@@ -2,20 +2,20 @@
 
 A pool of ``n`` threads and a caller that waits for their results are
 ``n + 1`` threads on ``n`` cores: each time a result was ready the caller
-woke and took a core from a thread that was encoding. For the compiled
-backend, which encodes without the GIL, :func:`in_order` instead starts
-``n - 1`` helpers and has the caller take tasks like them, and join the
-results as they come in between. One long text (o200k, 8 and 20 MiB of
-prose, caches cleared) encoded on 2 threads ran 1.71x as fast as on one,
-against 1.64-1.66x with a pool of two; ``encode_batch`` of 8 MiB of
-documents (r50k, cold) took 111 ms against 119 (medians of nine rounds in
-turns, measured).
+woke and took a core from a thread that was encoding. For one long text on
+the compiled backend, which encodes without the GIL, :func:`in_order`
+instead starts ``n - 1`` helpers and has the caller take tasks like them,
+and join the results as they come in between: 8 and 20 MiB of o200k prose
+(caches cleared) encoded on 2 threads ran 1.71x as fast as on one, against
+1.64-1.66x with a pool of two (medians of nine rounds in turns, measured).
+``encode_batch`` keeps its pool: see "Processes or threads" in
+``docs/design.md`` for why.
 
 Tasks are handed out in index order, so the first results come first. When
 the block ends, by any way, no task is running any more: helpers take no new
 task once one has failed or the caller has stopped waiting, and the caller
 joins them before it goes on. A task is a bounded piece of work (a part of a
-text, a group of texts), so that wait is short.
+text), so that wait is short.
 
 >>> done = []
 >>> for index in in_order(3, done.append, threads=2):

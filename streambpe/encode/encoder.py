@@ -505,8 +505,8 @@ class Encoder:
         run = self._encode_recognizing
         if not short and threads != 1 and self.pipeline is None and self.releases_gil:
             # Unasked, only the main thread spreads out, and not while it runs
-            # a task of shared work: a pool's worker or encode_batch's caller
-            # (encode_batch, encode_file) already has the other cores busy.
+            # a task of shared work: a pool's worker (encode_batch,
+            # encode_file) or a task's thread already has the other cores busy.
             workers = threads or (
                 resolve_workers(None)
                 if threading.current_thread() is threading.main_thread()

@@ -1,7 +1,6 @@
 """``encode_batch``: many texts at once, spread over threads or processes when that pays off.
 
-Threads serve a backend that encodes without the GIL, the calling thread
-among them (:mod:`~streambpe._support.shared_work`), processes the others
+Threads serve a backend that encodes without the GIL, processes the others
 (:mod:`~streambpe.streaming.parallel`). Starting processes and shipping text
 to them costs milliseconds, so small batches are encoded in this process; a
 thread costs far less, so the threshold for threads is lower.
@@ -17,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streambpe._support import gc_walks, shared_work
+from streambpe._support import gc_walks
 from streambpe._support.pool import resolve_workers
 from streambpe._support.text_input import require_text
 from streambpe.encode.encoder import UNSET, Encoder, SpecialSet
@@ -92,23 +91,12 @@ def encode_batch(
         return encoder.encode_each(texts, **options)
     results: list[list[int]] = []
     groups = _groups(texts, TASK_CHARS[mode], options)
-    if mode == "threads":
-        # This thread encodes groups too, rather than waiting for a pool's.
-        encoded: list[list[list[int]]] = [[] for _ in groups]
-
-        def encode_group_at(index: int) -> None:
-            encoded[index] = _encode_group(encoder, groups[index])
-
-        for index in shared_work.in_order(len(groups), encode_group_at, threads=count):
-            results.extend(encoded[index])
-            encoded[index] = []
-    else:
-        # Every result is kept, so every group may be in flight: a process
-        # never waits for a slow group whose result is due first.
-        with encode_map(
-            encoder, _encode_group, groups, workers=count, all_in_flight=True
-        ) as encoded_groups:
-            for group_ids in encoded_groups:
-                results.extend(group_ids)
+    # Every result is kept, so every group may be in flight: a thread never
+    # waits for a slow group whose result is due first.
+    with encode_map(
+        encoder, _encode_group, groups, workers=count, all_in_flight=True
+    ) as encoded_groups:
+        for encoded in encoded_groups:
+            results.extend(encoded)
     gc_walks.track(results)
     return results
