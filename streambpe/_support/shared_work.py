@@ -7,7 +7,8 @@ the compiled backend, which encodes without the GIL, :func:`in_order`
 instead starts ``n - 1`` helpers and has the caller take tasks like them,
 and join the results as they come in between: 8 and 20 MiB of o200k prose
 (caches cleared) encoded on 2 threads ran 1.71x as fast as on one, against
-1.64-1.66x with a pool of two (medians of nine rounds in turns, measured).
+1.64-1.66x with a pool of two (medians of nine rounds in turns, measured; a
+small gain, which the benchmark's noisier rounds do not show).
 ``encode_batch`` keeps its pool: see "Processes or threads" in
 ``docs/design.md`` for why.
 
