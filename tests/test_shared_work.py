@@ -3,8 +3,7 @@
 Guards: every task runs once and indexes come back in order whatever the
 thread count; the calling thread takes tasks too; a failing task's exception
 reaches the caller and no task starts after it; a caller that stops early
-leaves no thread behind; each task knows it runs as one (so it does not
-spread its own work); a bad thread count is refused.
+leaves no thread behind; a bad thread count is refused.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import time
 
 import pytest
 
-from streambpe._support.shared_work import in_order, running_a_task
+from streambpe._support.shared_work import in_order
 
 
 def helper_threads() -> list[threading.Thread]:
@@ -55,14 +54,6 @@ def test_the_caller_takes_tasks_too() -> None:
     assert list(in_order(6, run, threads=2)) == list(range(6))
     assert threading.get_ident() in runners, "the calling thread ran no task"
     assert len(set(runners)) == 2, "one helper and the caller"
-
-
-def test_each_task_knows_it_runs_as_one() -> None:
-    seen: list[bool] = []
-    assert not running_a_task()
-    list(in_order(4, lambda index: seen.append(running_a_task()), threads=2))
-    assert seen == [True] * 4
-    assert not running_a_task(), "the caller is itself again once the work is done"
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])

@@ -71,30 +71,13 @@ class _Tasks:
             self.done[index].set()
 
 
-_running = threading.local()
-
-
-def running_a_task() -> bool:
-    """Whether the calling thread is running a task of :func:`in_order` (caller or helper).
-
-    A task's thread already has the other cores busy, so it does not spread
-    its own work over more threads (``Encoder.encode`` asks).
-    """
-    return getattr(_running, "task", False)
-
-
 def _run_tasks(tasks: _Tasks, run: Callable[[int], None], *, until: int | None = None) -> None:
     # Takes tasks until none is left, or (the caller) until task ``until`` is done.
-    was_running = running_a_task()
-    _running.task = True
-    try:
-        while until is None or not tasks.done[until].is_set():
-            index = tasks.claim()
-            if index is None:
-                return
-            tasks.run(run, index)
-    finally:
-        _running.task = was_running
+    while until is None or not tasks.done[until].is_set():
+        index = tasks.claim()
+        if index is None:
+            return
+        tasks.run(run, index)
 
 
 def in_order(count: int, run: Callable[[int], None], *, threads: int) -> Generator[int, None, None]:

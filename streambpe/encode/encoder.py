@@ -504,13 +504,11 @@ class Encoder:
             raise ParameterError(f"threads must be at least 1, got {threads}")
         run = self._encode_recognizing
         if not short and threads != 1 and self.pipeline is None and self.releases_gil:
-            # Unasked, only the main thread spreads out, and not while it runs
-            # a task of shared work: a pool's worker (encode_batch,
-            # encode_file) or a task's thread already has the other cores busy.
+            # Unasked, only the main thread spreads out: a worker of a pool
+            # (encode_batch, encode_file) already has the other cores busy.
             workers = threads or (
                 resolve_workers(None)
                 if threading.current_thread() is threading.main_thread()
-                and not shared_work.running_a_task()
                 else 1
             )
             if workers > 1:
