@@ -534,7 +534,10 @@ private:
             prev[i] = uint8_t(i - 1);
         }
         for (;;) {
-            const size_t at = ties_ ? least_ordered(pair, count - 1) : least_unit(pair, count - 1);
+            // Without ties a unit is its own order, so the scan needs no lookup.
+            const size_t at =
+                ties_ ? leftmost_least(pair, count - 1, [this](uint32_t unit) { return order(unit); })
+                      : leftmost_least(pair, count - 1, [](uint32_t unit) { return unit; });
             if (at == NO_PAIR) break;
             const uint32_t unit = pair[at];
             const size_t gone = next[at], right = next[gone], left = prev[at];
@@ -580,27 +583,14 @@ private:
 
     static constexpr size_t NO_PAIR = ~size_t(0);
 
-    // Where the leftmost of the least of the first ``pairs`` pairs is, or
-    // NO_PAIR if none merges; for a vocabulary without ties, where a unit
-    // is its own order.
-    static size_t least_unit(const uint32_t* pair, size_t pairs) {
+    // Where the leftmost of the least of the first ``pairs`` pairs is, by
+    // ``key(unit)``, or NO_PAIR if none merges (NONE32 is every key's most).
+    template <class Key>
+    static size_t leftmost_least(const uint32_t* pair, size_t pairs, Key key) {
         uint32_t least = NONE32;
         size_t at = NO_PAIR;
         for (size_t i = 0; i < pairs; ++i) {
-            if (pair[i] < least) {
-                least = pair[i];
-                at = i;
-            }
-        }
-        return at;
-    }
-
-    // least_unit by order(), for a vocabulary where two tokens share a rank.
-    size_t least_ordered(const uint32_t* pair, size_t pairs) const {
-        uint32_t least = NONE32;
-        size_t at = NO_PAIR;
-        for (size_t i = 0; i < pairs; ++i) {
-            const uint32_t rank = order(pair[i]);
+            const uint32_t rank = key(pair[i]);
             if (rank < least) {
                 least = rank;
                 at = i;
