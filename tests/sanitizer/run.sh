@@ -121,8 +121,13 @@ rss_bound=(--deselect "tests/test_tokenizer.py::test_encode_iterable_memory_stay
 # waiting for ever on an allocator lock that no thread of the child will
 # release. The normal build runs this test in the main suite; CPython skips its
 # own fork-with-threads tests under ASan for the same reason (gh-89363,
-# gh-110656; google/sanitizers#774).
-fork_with_threads=(--deselect "tests/test_concurrency.py::test_fork_while_other_threads_encode[native]")
+# gh-110656; google/sanitizers#774). The fork beside a thread that holds the
+# kernel lock is the same case: it hung in 2 of 7 quick runs (both backends
+# fork in an ASan-preloaded interpreter), and passed every time on its own.
+fork_with_threads=(
+    --deselect "tests/test_concurrency.py::test_fork_while_other_threads_encode[native]"
+    --deselect "tests/test_concurrency.py::test_fork_while_another_thread_holds_the_kernel_lock"
+)
 status=0
 case $mode in
     quick) python -m pytest -q "${slow[@]}" -x "${quick_tests[@]}" "${fork_with_threads[@]}" || status=$? ;;
