@@ -545,6 +545,42 @@ def test_encoded_ids_are_appended_and_hold_their_own_references(r50k_encoding: A
     assert sys.getrefcount(token) == before
 
 
+def test_a_fork_makes_each_id_object_once_on_every_path(r50k_encoding: Any) -> None:
+    """A fork makes an id's int the first time it puts that id in a list, on each way ids
+    reach a list (one text, a text with special tokens, many texts at once), and reuses it
+    after; the special tokens' ids are the caller's objects."""
+    text = SAMPLE.read_text(encoding="utf-8")[:3000]
+    with_special = text[:1000] + "<|endoftext|>" + text[1000:]
+    special_id = 50256
+    expected_text = r50k_encoding.encode_with_specials(
+        text, patterns.GPT2, None, ("<|endoftext|>",), (special_id,)
+    )
+    expected_special = r50k_encoding.encode_with_specials(
+        with_special, patterns.GPT2, None, ("<|endoftext|>",), (special_id,)
+    )
+    fork = r50k_encoding.fork()
+    got_special = fork.encode_with_specials(
+        with_special, patterns.GPT2, None, ("<|endoftext|>",), (special_id,)
+    )
+    assert got_special == expected_special
+    assert special_id in got_special
+    got_many = fork.encode_many(
+        [text, with_special], patterns.GPT2, None, ("<|endoftext|>",), (special_id,)
+    )
+    assert got_many == [expected_text, expected_special]
+    # One object per id within the fork, whichever call made it.
+    made: dict[int, int] = {}
+    for ids in (got_special, *got_many):
+        for value in ids:
+            assert made.setdefault(value, id(value)) == id(value) or value == special_id
+    if sys.version_info < (3, 12):
+        assert all(
+            mine is not theirs
+            for mine, theirs in zip(got_many[0], expected_text, strict=True)
+            if mine != special_id
+        )
+
+
 def test_one_kernel_follows_the_pattern_of_each_call(
     r50k_ranks: dict[bytes, int], r50k_encoding: Any
 ) -> None:

@@ -79,7 +79,7 @@ from streambpe.core._native_glue cimport (
     extend_ids,
     move_part,
     piece_list,
-    private_ints,
+    unmade_ints,
 )
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
@@ -704,8 +704,10 @@ cdef class PieceEncoder:
     cdef cbool busy
     cdef cbool clear_when_done
     # The int objects this encoder puts in lists: the vocabulary's, or, in a
-    # fork, copies of its own (made on first use; see _id_objects).
+    # fork, copies of its own, each made the first time it is used (see
+    # _id_objects); ``make_ids`` says which (see _extend).
     cdef list ids
+    cdef cbool make_ids
     # What _native_scan resolved last, for these very objects: an encoder
     # passes the same pattern and pretokenizer on every call, and resolving
     # them again (dictionary lookups, the class table) was a fifth of the
@@ -726,6 +728,7 @@ cdef class PieceEncoder:
             self.ids = shared.ids
         else:
             self.ids = None  # a fork: its own id objects, made on first use
+            self.make_ids = True
         self.vocabulary = shared
         self.cache_size = cache_size
         self.state.reset(new TextEncoder(shared.merger, cache_size))
@@ -737,15 +740,23 @@ cdef class PieceEncoder:
         handing out the same int objects wrote the same cache lines from two
         cores, turn by turn: two threads encoding to lists ran 1.16-1.36x as
         fast as one, against 1.77-1.91x with objects of their own (r50k,
-        warm, measured). A fork therefore makes its own the first time it
-        builds a list: 32 bytes an id (6.4 MB for o200k), a few milliseconds
-        once per thread; equal ints, so no caller can tell but by ``is``
-        (``private_ints`` in ``_native_glue.hpp``, small ints included).
+        warm, measured). A fork therefore has its own: each id's int is made
+        the first time the fork puts that id in a list, 32 bytes an id used;
+        equal ints, so no caller can tell but by ``is`` (``unmade_ints`` and
+        ``extend_ids`` in ``_native_glue.hpp``, small ints included). The
+        list holds NULL for the ints not made yet, so it never leaves this
+        class.
         """
         if self.ids is None:
-            # Untracked, as the vocabulary's: see _Vocabulary.__cinit__.
-            self.ids = private_ints(self.vocabulary.id_values)
+            self.ids = unmade_ints(self.vocabulary.id_values.size())
         return self.ids
+
+    cdef int _extend(self, list out, list specials, const uint32_t* outputs, size_t count) except -1:
+        """Append to ``out`` the ids of ``count`` output numbers (``specials`` as in ``extend_ids``)."""
+        return extend_ids(
+            out, self._id_objects(), specials, outputs, count,
+            self.vocabulary.id_values.data() if self.make_ids else NULL,
+        )
 
     def fork(self):
         """A new encoder for another thread: the same vocabulary, an empty cache of the same size."""
@@ -790,7 +801,7 @@ cdef class PieceEncoder:
                 i += 1
         finally:
             self._leave()
-            extend_ids(out, self._id_objects(), [], outputs)
+            self._extend(out, [], outputs.data(), outputs.size())
         self._raise_for(problem, None)
 
     cdef size_t _run(
@@ -884,7 +895,7 @@ cdef class PieceEncoder:
                         counted, outputs, problem,
                     )
                 if mode == _LIST:
-                    extend_ids(out, self._id_objects(), special_ids, outputs)
+                    self._extend(out, special_ids, outputs.data(), outputs.size())
                 elif mode == _ARRAY:
                     out.frombytes(_id_bytes(self.vocabulary, special_values, outputs))
                 outputs.clear()
@@ -1121,10 +1132,7 @@ cdef class PieceEncoder:
             ids = []
             PyObject_GC_UnTrack(ids)
             results.append(ids)
-            extend_ids(
-                ids, self._id_objects(), special_id_list, outputs.data() + begin,
-                ends[index] - begin,
-            )
+            self._extend(ids, special_id_list, outputs.data() + begin, ends[index] - begin)
             begin = ends[index]
         for ids in results:
             PyObject_GC_Track(ids)
@@ -1199,7 +1207,7 @@ cdef class PieceEncoder:
         uncached.get().encode_piece(<const uint8_t*><char*>piece, len(piece), outputs, problem)
         self._raise_for(problem, None)
         ids = []
-        extend_ids(ids, self._id_objects(), [], outputs)
+        self._extend(ids, [], outputs.data(), outputs.size())
         return ids
 
     def atom_characters(self):

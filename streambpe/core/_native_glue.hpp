@@ -77,6 +77,45 @@ inline PyObject* piece_list(PyObject* text, const std::vector<size_t>& starts,
     return list;
 }
 
+// A new int object equal to `value` (not negative), for a list of ids of
+// its own: a new reference, or NULL with an exception set.
+//
+// Every id put in a list has its reference count written, and two threads
+// writing the counts of the same int objects pass their cache lines from
+// core to core (see PieceEncoder._id_objects in _native.pyx). Before 3.12,
+// CPython's small ints (below 257: the byte tokens, a third of r50k's ids
+// on multilingual prose) are shared objects with such counts, so one of
+// each is made here, equal but not the same object; from 3.12 they are
+// immortal, their counts never written, and the shared ones serve.
+inline PyObject* private_int(long long value) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (value >= 0 && value < (1LL << PyLong_SHIFT)) {
+        PyLongObject* number = _PyLong_New(value == 0 ? 0 : 1);
+        if (number == nullptr) return nullptr;
+        if (value != 0) number->ob_digit[0] = static_cast<digit>(value);
+        return reinterpret_cast<PyObject*>(number);
+    }
+#endif
+    return PyLong_FromLongLong(value);
+}
+
+// A list of `count` ids of a thread's own, none made yet: every item NULL,
+// until extend_ids makes the int for an output number the first time it
+// puts that id in a list. Kept out of the cyclic collector's walks (ints
+// make no cycle). A new reference, or NULL with an exception set; it never
+// reaches Python code, which could not read a NULL item.
+//
+// Made all at once before, a fork's ints were 200,000 objects for o200k:
+// 3 to 13 ms with the GIL held, once per thread per tokenizer, while the
+// other threads waited to hand over their own ids. A text uses a fraction
+// of the vocabulary, and the ids it never uses are never made now.
+inline PyObject* unmade_ints(Py_ssize_t count) {
+    PyObject* list = PyList_New(count);
+    if (list == nullptr) return nullptr;
+    PyObject_GC_UnTrack(list);
+    return list;
+}
+
 #ifndef Py_GIL_DISABLED
 // Room in `list`'s item array for `count` (> 0) more items past its size:
 // where they go, or NULL with an exception set (`list` unchanged). The
@@ -124,20 +163,35 @@ inline PyObject** room_for(PyListObject* list, Py_ssize_t count) {
 //
 // An output number past the end of `ids` stands for the special token
 // specials[output - len(ids)] of the call (see PieceEncoder._run in _native.pyx).
+//
+// `values` is null when `ids` holds every int. For a list of unmade_ints
+// it is the vocabulary's 32-bit ids, and an int not made yet is made here
+// (private_int(values[output])) and kept in `ids` for the next time.
 inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const uint32_t* outputs,
-                      size_t output_count) {
+                      size_t output_count, const uint32_t* values) {
     const Py_ssize_t count = static_cast<Py_ssize_t>(output_count);
     if (count == 0) return 0;
     const size_t vocabulary = static_cast<size_t>(PyList_GET_SIZE(ids));
+    // The int in `slot` (of `ids`, or of `specials`, whose items are all
+    // there), made first if it is not there yet: borrowed, or NULL with an
+    // exception set.
+    auto made = [values](PyObject** slot, size_t output) -> PyObject* {
+        if (*slot == nullptr && values != nullptr) *slot = private_int(values[output]);
+        return *slot;
+    };
 #ifdef Py_GIL_DISABLED
-    auto id_of = [&](size_t output) {
-        return output < vocabulary ? PyList_GET_ITEM(ids, output)
-                                   : PyList_GET_ITEM(specials, output - vocabulary);
+    auto slot_of = [&](size_t output) {
+        return output < vocabulary ? &PyList_GET_ITEM(ids, output)
+                                   : &PyList_GET_ITEM(specials, output - vocabulary);
     };
     PyObject* block = PyList_New(count);
     if (block == nullptr) return -1;
     for (Py_ssize_t index = 0; index < count; ++index) {
-        PyObject* id = id_of(outputs[index]);
+        PyObject* id = made(slot_of(outputs[index]), outputs[index]);
+        if (id == nullptr) {
+            Py_DECREF(block);  // the items set so far go with it; the rest are NULL
+            return -1;
+        }
         Py_INCREF(id);
         PyList_SET_ITEM(block, index, id);
     }
@@ -150,81 +204,46 @@ inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials, const ui
     PyObject** at = room_for(list, count);
     if (at == nullptr) return -1;
     // Writes each output's int, with a reference of its own, prefetching
-    // the slot and the int ahead; `slot_of(output)` is where its int is.
+    // the slot and the int ahead (a prefetch of an unmade NULL is a no-op);
+    // `slot_of(output)` is where its int is. False, with the references
+    // written so far taken back, if an int could not be made.
     auto fill = [&](auto slot_of) {
         constexpr Py_ssize_t AHEAD = 8;
         for (Py_ssize_t index = 0; index < count; ++index) {
             if (index + 2 * AHEAD < count) __builtin_prefetch(slot_of(outputs[index + 2 * AHEAD]));
             if (index + AHEAD < count) __builtin_prefetch(*slot_of(outputs[index + AHEAD]), 1);
-            PyObject* id = *slot_of(outputs[index]);
+            PyObject* id = made(slot_of(outputs[index]), outputs[index]);
+            if (id == nullptr) {
+                for (Py_ssize_t written = 0; written < index; ++written) Py_DECREF(at[written]);
+                return false;
+            }
             Py_INCREF(id);
             at[index] = id;
         }
+        return true;
     };
+    bool filled;
     if (PyList_GET_SIZE(specials) == 0) {
         // No special token in this call, so every output number indexes
         // `ids`: no choice of list three times an id (about 400
         // instructions of a warm chat-sized call, callgrind).
-        PyObject* const* const items = reinterpret_cast<PyListObject*>(ids)->ob_item;
-        fill([items](size_t output) { return items + output; });
+        PyObject** const items = reinterpret_cast<PyListObject*>(ids)->ob_item;
+        filled = fill([items](size_t output) { return items + output; });
     } else {
-        fill([&](size_t output) {
+        filled = fill([&](size_t output) {
             return output < vocabulary ? &PyList_GET_ITEM(ids, output)
                                        : &PyList_GET_ITEM(specials, output - vocabulary);
         });
     }
+    if (!filled) return -1;
     Py_SET_SIZE(list, Py_SIZE(list) + count);
     return 0;
 #endif
 }
 
 inline int extend_ids(PyObject* out, PyObject* ids, PyObject* specials,
-                      const std::vector<uint32_t>& outputs) {
-    return extend_ids(out, ids, specials, outputs.data(), outputs.size());
-}
-
-// A new int object equal to `value` (not negative), for a list of ids of
-// its own: a new reference, or NULL with an exception set.
-//
-// Every id put in a list has its reference count written, and two threads
-// writing the counts of the same int objects pass their cache lines from
-// core to core (see PieceEncoder._id_objects in _native.pyx). Before 3.12,
-// CPython's small ints (below 257: the byte tokens, a third of r50k's ids
-// on multilingual prose) are shared objects with such counts, so one of
-// each is made here, equal but not the same object; from 3.12 they are
-// immortal, their counts never written, and the shared ones serve.
-inline PyObject* private_int(long long value) {
-#if PY_VERSION_HEX < 0x030C0000
-    if (value >= 0 && value < (1LL << PyLong_SHIFT)) {
-        PyLongObject* number = _PyLong_New(value == 0 ? 0 : 1);
-        if (number == nullptr) return nullptr;
-        if (value != 0) number->ob_digit[0] = static_cast<digit>(value);
-        return reinterpret_cast<PyObject*>(number);
-    }
-#endif
-    return PyLong_FromLongLong(value);
-}
-
-// A new list of private_int(values[i]) for every i, kept out of the cyclic
-// collector's walks (ints make no cycle): a new reference, or NULL with an
-// exception set. One pass in C over the vocabulary's 32-bit values, where
-// a list comprehension over its int objects read each back from its object
-// and grew the list as it went: 31 million instructions a fork for o200k
-// before, 20 million after (callgrind).
-inline PyObject* private_ints(const std::vector<uint32_t>& values) {
-    const Py_ssize_t count = static_cast<Py_ssize_t>(values.size());
-    PyObject* list = PyList_New(count);
-    if (list == nullptr) return nullptr;
-    PyObject_GC_UnTrack(list);
-    for (Py_ssize_t index = 0; index < count; ++index) {
-        PyObject* number = private_int(values[static_cast<size_t>(index)]);
-        if (number == nullptr) {
-            Py_DECREF(list);  // the items made so far go with it; the rest are NULL
-            return nullptr;
-        }
-        PyList_SET_ITEM(list, index, number);
-    }
-    return list;
+                      const std::vector<uint32_t>& outputs, const uint32_t* values) {
+    return extend_ids(out, ids, specials, outputs.data(), outputs.size(), values);
 }
 
 // Appends the items of the list parts[index] to `joined` and puts None in

@@ -7,10 +7,12 @@ from libcpp.vector cimport vector
 
 cdef extern from "_native_glue.hpp" namespace "streambpe::glue":
     list piece_list(str text, const vector[size_t]& starts, const vector[size_t]& ends)
-    int extend_ids(list out, list ids, list specials, const vector[uint32_t]& outputs) except -1
-    int extend_ids(list out, list ids, list specials, const uint32_t* outputs, size_t count) except -1
+    int extend_ids(
+        list out, list ids, list specials, const uint32_t* outputs, size_t count,
+        const uint32_t* values,
+    ) except -1
     int move_part(list joined, list parts, Py_ssize_t index) except -1
-    list private_ints(const vector[uint32_t]& values)
+    list unmade_ints(Py_ssize_t count)
     cdef cppclass RecordWriter:
         RecordWriter(string& content, size_t expected)
         void put(uint32_t value, const char* data, uint32_t length)
