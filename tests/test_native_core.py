@@ -730,6 +730,44 @@ def test_the_id_objects_are_out_of_the_collectors_walks(r50k_ranks: dict[bytes, 
     assert tracked_long_lists() == baseline
 
 
+def test_the_short_piece_table_starts_small_and_grows_once(r50k_ranks: dict[bytes, int]) -> None:
+    """A new kernel's first pieces go to a small table, which moves to the full size once
+    half full: ids stay tiktoken's before, across and after the move, and the pieces moved
+    are still answered from the cache."""
+    reference = tiktoken.Encoding(
+        name="r50k_offline", pat_str=patterns.GPT2, mergeable_ranks=r50k_ranks, special_tokens={}
+    )
+    kernel = native.PieceEncoder(r50k_ranks, r50k_ranks, 1 << 16)
+
+    def encoded(text: str) -> list[int]:
+        out: list[int] = []
+        kernel.encode_text(text, patterns.GPT2, None, out)
+        assert out == reference.encode_ordinary(text)
+        return out
+
+    assert kernel.short_table_slots() == 0
+    encoded("Hello! Could you summarize the report in three bullet points?")
+    first_size = kernel.short_table_slots()
+    assert 0 < first_size <= 4096
+    rng = random.Random(7)
+    words = " ".join(
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+        for _ in range(6000)
+    )
+    encoded(words)
+    assert kernel.short_table_slots() > first_size
+    hits_before = kernel.cache_info()[0]
+    encoded(words)  # every piece again: answered from the grown table
+    # A piece with no free entry within a probe's reach is not kept, so a
+    # few may miss; the 2,048 moved from the small table must not.
+    pieces = len(regex.findall(patterns.GPT2, words))
+    assert kernel.cache_info()[0] - hits_before >= 0.99 * pieces
+    kernel.clear_cache()
+    assert kernel.short_table_slots() == 0
+    encoded("and small again")
+    assert kernel.short_table_slots() == first_size
+
+
 def test_a_fork_hands_out_int_objects_of_its_own(r50k_encoding: Any) -> None:
     """Two threads must not write the reference counts of the same ints (see
     ``PieceEncoder._id_objects``): a fork's ids are equal, and before Python

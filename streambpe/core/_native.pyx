@@ -1225,6 +1225,18 @@ cdef class PieceEncoder:
         cdef PieceCache* cache = &self.state.get().cache()
         return (cache.hits(), cache.misses(), self.cache_size, cache.size())
 
+    def short_table_slots(self):
+        """Entries the table of short pieces has room for now (0 before its first piece).
+
+        It starts small and moves to its full size once, when half full (see
+        ``ShortPieces`` in ``_short_pieces.hpp``). For tests and diagnostics.
+
+        >>> kernel = PieceEncoder({bytes([i]): i for i in range(256)}, {}, 1 << 16)
+        >>> kernel.short_table_slots()
+        0
+        """
+        return self.state.get().cache().short_slots_in_use()
+
     def segment_info(self):
         """``(found, stored, bytes, generation_bytes)`` of the segment store.
 

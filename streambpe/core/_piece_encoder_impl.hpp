@@ -1024,6 +1024,8 @@ public:
     size_t misses() const { return misses_; }
     size_t maxsize() const { return maxsize_; }
     size_t size() const { return short_.size() + narrow_.size() + middle_.size() + wide_.size(); }
+    // Entries the short-piece table has room for now (see ShortPieces::slots_in_use).
+    size_t short_slots_in_use() const { return short_.slots_in_use(); }
 
 private:
     using Narrow = LineStore<32>;

@@ -35,6 +35,7 @@ cdef extern from "_piece_encoder_impl.hpp" namespace "streambpe" nogil:
         size_t misses()
         size_t maxsize()
         size_t size()
+        size_t short_slots_in_use()
 
     enum class EncodeOutcome:
         OK

@@ -171,34 +171,83 @@ public:
         const bool spill = count > MAX_OUTPUTS;
         if (size_ >= limit_) release();  // full: start over
         if (slots_ == &NO_SLOTS) {
-            // Zeroed memory, touched only where entries land.
-            slots_ = static_cast<Entry*>(allocate_table(capacity_ * sizeof(Entry)));
-            mask_ = capacity_ - 1;
+            use_table(capacity_ > FIRST_CAPACITY ? FIRST_CAPACITY : capacity_);
+        } else if (mask_ + 1 < capacity_ && size_ >= (mask_ + 1) / 2) {
+            grow();
         }
-        size_t i = hash & mask_;
-        for (size_t probe = 0; probe < MAX_PROBE; ++probe, i = (i + 1) & mask_) {
-            Entry& entry = slots_[i];
-            if ((entry.tail & ~(COUNT_BITS | SPILLED)) == key.tail && entry.head == key.head) return;
-            if (entry.tail != 0) continue;
-            entry.head = key.head;
-            if (spill) {
-                entry.tail = key.tail | SPILLED;
-                ++marks_;
-            } else {
-                entry.tail = key.tail | uint64_t(count) << COUNT_SHIFT;
-                std::memcpy(entry.outputs, outputs, 4 * count);
-            }
-            ++size_;
-            return;
+        Entry* entry = free_entry(key, hash);
+        if (entry == nullptr) return;  // here already, or no free entry within reach
+        entry->head = key.head;
+        if (spill) {
+            entry->tail = key.tail | SPILLED;
+            ++marks_;
+        } else {
+            entry->tail = key.tail | uint64_t(count) << COUNT_SHIFT;
+            std::memcpy(entry->outputs, outputs, 4 * count);
         }
+        ++size_;
     }
 
     // Empties the table and gives its memory back.
     void clear() { release(); }
 
+    // The entries the table has room for now: FIRST_CAPACITY until it
+    // holds half that many pieces, then its full capacity (for tests).
+    size_t slots_in_use() const { return slots_ == &NO_SLOTS ? 0 : mask_ + 1; }
+
 private:
+    // A table starts with this many entries (128 KiB) and moves to its full
+    // capacity, once, when half of them are taken. The full table is many
+    // megabytes on huge pages, and a piece lands in a random one of them:
+    // the first calls of a new tokenizer, of a new thread's kernel or after
+    // clear_cache each zeroed a 2 MiB page for most of their new pieces
+    // (1.1 ms for the first chat message of a new o200k tokenizer, 0.5 ms
+    // for the next). A long text moves after 2,048 pieces, a rehash of
+    // microseconds. (Growing by doubling, tried twice, was slower on cold
+    // prose: every step faulted in fresh memory and rehashed everything.)
+    static constexpr size_t FIRST_CAPACITY = 4096;
+
+    void use_table(size_t capacity) {
+        // Zeroed memory, touched only where entries land.
+        slots_ = static_cast<Entry*>(allocate_table(capacity * sizeof(Entry)));
+        mask_ = capacity - 1;
+    }
+
+    // Where ``key`` goes: the first free entry of its probe, or nullptr if
+    // it is here already or no entry within MAX_PROBE is free.
+    Entry* free_entry(Key key, uint64_t hash) {
+        size_t i = hash & mask_;
+        for (size_t probe = 0; probe < MAX_PROBE; ++probe, i = (i + 1) & mask_) {
+            Entry& entry = slots_[i];
+            if ((entry.tail & ~(COUNT_BITS | SPILLED)) == key.tail && entry.head == key.head) {
+                return nullptr;
+            }
+            if (entry.tail == 0) return &entry;
+        }
+        return nullptr;
+    }
+
+    // Moves every entry of the first table to a table of full capacity.
+    void grow() {
+        Entry* const first = slots_;
+        const size_t first_capacity = mask_ + 1;
+        use_table(capacity_);
+        size_ = marks_ = 0;
+        for (size_t i = 0; i < first_capacity; ++i) {
+            const Entry& moving = first[i];
+            if (moving.tail == 0) continue;
+            const Key key{moving.head, moving.tail & ~(COUNT_BITS | SPILLED)};
+            Entry* entry = free_entry(key, hash_of(key));
+            if (entry == nullptr) continue;  // no free entry within reach: dropped
+            *entry = moving;
+            ++size_;
+            marks_ += spilled(moving);
+        }
+        free_table(first, first_capacity * sizeof(Entry));
+    }
+
     void release() {
-        if (slots_ != &NO_SLOTS) free_table(slots_, capacity_ * sizeof(Entry));
+        if (slots_ != &NO_SLOTS) free_table(slots_, (mask_ + 1) * sizeof(Entry));
         slots_ = &NO_SLOTS;
         mask_ = 0;
         size_ = 0;
