@@ -730,6 +730,32 @@ def test_the_id_objects_are_out_of_the_collectors_walks(r50k_ranks: dict[bytes, 
     assert tracked_long_lists() == baseline
 
 
+@pytest.mark.parametrize("length", [5_000, 70_000], ids=["checked-with-in", "matcher-only"])
+def test_encode_with_specials_on_short_and_long_texts(
+    r50k_ranks: dict[bytes, int], r50k_encoding: Any, length: int
+) -> None:
+    """Below 64K characters ``in`` picks the tokens the matcher looks for; above, the matcher
+    looks for all of them: the same ids as tiktoken either way, absent tokens included."""
+    specials = {"<|endoftext|>": 50256, "<|absent|>": 50257}
+    reference = tiktoken.Encoding(
+        name="r50k_specials",
+        pat_str=patterns.GPT2,
+        mergeable_ranks=r50k_ranks,
+        special_tokens=specials,
+    )
+    sample = SAMPLE.read_text(encoding="utf-8").replace("<|endoftext|>", "")
+    text = ""
+    while len(text) < length:
+        text += sample[: length // 4] + "<|endoftext|> <|absent of it"
+    ids = r50k_encoding.encode_with_specials(
+        text, patterns.GPT2, None, tuple(specials), tuple(specials.values())
+    )
+    assert ids == reference.encode(text, allowed_special="all")
+    assert ids.count(50256) == text.count("<|endoftext|>") and 50257 not in ids
+    with pytest.raises(ValueError, match="non-empty strings"):
+        r50k_encoding.encode_with_specials(text, patterns.GPT2, None, ("",), (50256,))
+
+
 def test_the_short_piece_table_starts_small_and_grows_once(r50k_ranks: dict[bytes, int]) -> None:
     """A new kernel's first pieces go to a small table, which moves to the full size once
     half full: ids stay tiktoken's before, across and after the move, and the pieces moved

@@ -430,6 +430,10 @@ cdef class Pretokenizer:
 
 # Texts shorter than this (in characters) are searched holding the GIL.
 cdef size_t _SEARCH_WITH_GIL = 1 << 12
+# From this many characters on, encode_with_specials searches for every
+# special token with the compiled matcher, without first asking ``in``
+# which of them the text holds.
+cdef size_t _MATCH_EVERY_TOKEN = 1 << 16
 
 
 cdef int _searched_tokens(tuple tokens, vector[vector[uint32_t]]& searched) except -1:
@@ -991,18 +995,25 @@ cdef class PieceEncoder:
         # tuple and a list built for nothing were a tenth of a short call.
         cdef vector[Py_ssize_t] present
         cdef Py_ssize_t text_length = PyUnicode_GET_LENGTH(text)
-        for index in range(len(special_tokens)):
-            token = special_tokens[index]
-            # A token whose first character the text lacks is not in it:
-            # one search for a character (memchr) where ``in`` ran its
-            # substring search, which took 900 of the 27,600 instructions
-            # of a chat-sized call with two special tokens (callgrind).
-            if type(token) is str and PyUnicode_GET_LENGTH(token) > 0 and PyUnicode_FindChar(
-                text, PyUnicode_READ_CHAR(token, 0), 0, text_length, 1
-            ) == -1:
-                continue
-            if token in text:
+        if <size_t>text_length >= _MATCH_EVERY_TOKEN:
+            # A long text: the compiled matcher looks for every token in one
+            # pass, faster than one ``in`` each before it (8 MiB of source
+            # code, o200k's two tokens, none there: 0.84 ms against 2.83).
+            for index in range(len(special_tokens)):
                 present.push_back(index)
+        else:
+            for index in range(len(special_tokens)):
+                token = special_tokens[index]
+                # A token whose first character the text lacks is not in it:
+                # one search for a character (memchr) where ``in`` ran its
+                # substring search, which took 900 of the 27,600 instructions
+                # of a chat-sized call with two special tokens (callgrind).
+                if type(token) is str and PyUnicode_GET_LENGTH(token) > 0 and PyUnicode_FindChar(
+                    text, PyUnicode_READ_CHAR(token, 0), 0, text_length, 1
+                ) == -1:
+                    continue
+                if token in text:
+                    present.push_back(index)
         if not self._native_scan(pattern, pretokenizer, &scanned, &table):
             self._encode_by_pieces(text, pretokenizer, out, _special_tuples(
                 text, special_tokens, special_ids, tuple([index for index in present])
