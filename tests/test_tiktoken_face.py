@@ -422,14 +422,17 @@ class _Text(str):
 @pytest.mark.parametrize("count", [1, 8, 9, 20])
 def test_default_encode_checks_every_special_token_however_many(count: int) -> None:
     """Guards encode's default call on both of its ways: up to eight special tokens are looked
-    for with ``in``, more by the general check. Either way a special token anywhere in the text
-    is tiktoken's error, and a text without one gets tiktoken's ids."""
+    for with ``in`` (in a text of 64K characters or more, by the compiled matcher in one pass),
+    more by the general check. Either way a special token anywhere in the text is tiktoken's
+    error, and a text without one gets tiktoken's ids."""
     arguments = _custom_arguments() | {
         "special_tokens": {f"<|s{index}|>": 300 + index for index in range(count)}
     }
     ours, theirs = Encoding(**arguments), tiktoken.Encoding(**arguments)
     last = f"<|s{count - 1}|>"
+    long = "abc ab's <|s " * 6000  # past the one-pass threshold, with near misses
     texts = ["abc ab's", f"abc {last} ab", f"<|s0|>x{last}", "<|s", _Text(f"ab {last}")]
+    texts += [long, long + last, last + long, long[:40_000] + last + long]
     for text in texts:
         assert _outcome(ours.encode, text) == _outcome(theirs.encode, text), text
 

@@ -27,6 +27,7 @@ from collections.abc import Collection, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from streambpe import core
 from streambpe._support.pool import resolve_workers
 from streambpe._support.text_input import require_text
 from streambpe.cutting.specials import SpecialTokenScanner
@@ -50,6 +51,10 @@ _NO_SPECIALS: frozenset[str] = frozenset()
 #: Up to this many special tokens, ``encode``'s default call looks for each
 #: with ``in`` (one fast search each); more, and the general check runs.
 _QUICK_CHECK_TOKENS = 8
+#: From this many characters on, ``encode``'s default call looks for its
+#: special tokens with the compiled matcher, all in one pass, where one
+#: ``in`` each read the whole text once per token.
+_ONE_PASS_CHARS = 1 << 16
 #: UTF-8 continuation bytes: they add no character to a decoded text.
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 #: Bytes of a token that counts as all whitespace when widening the unstable tail.
@@ -186,21 +191,36 @@ class Encoding:
             and allowed_special is _NO_SPECIALS
             and disallowed_special == "all"
             and type(text) is str
+            and not self._holds_any(text, quick)
         ):
             # tiktoken's defaults, the way tiktoken code calls: every special
             # token disallowed, none allowed. A text holding none of them is
             # encode_ordinary's, without working out the policy and a
             # scanner for it: encode("hi") on o200k took 9,350 instructions
             # that way and takes 6,870 this way (callgrind).
-            for token in quick:
-                if token in text:
-                    break
-            else:
-                return self._tokenizer.encode_ordinary(text)
+            return self._tokenizer.encode_ordinary(text)
         allowed = self._allowed_after_check(text, allowed_special, disallowed_special)
         if not allowed:
             return self._tokenizer.encode_ordinary(text)
         return self._tokenizer.encode(text, allowed_special=allowed, disallowed_special=())
+
+    @staticmethod
+    def _holds_any(text: str, tokens: tuple[str, ...]) -> bool:
+        """Whether any of ``tokens`` occurs in ``text``.
+
+        A long text goes to the compiled matcher, one pass for all the
+        tokens: 8 MiB of source code and o200k's two tokens took 0.84 ms
+        against 2.83 for an ``in`` each.
+        """
+        if len(text) >= _ONE_PASS_CHARS:
+            matches = core.active_backend().special_matches
+            if matches is not None:
+                return bool(matches(text, tokens))
+        # A loop, not any(): on a chat message the generator cost more than the searches.
+        for token in tokens:  # noqa: SIM110
+            if token in text:
+                return True
+        return False
 
     def encode_to_numpy(
         self,
