@@ -709,9 +709,8 @@ cdef class PieceEncoder:
     cdef cbool clear_when_done
     # The int objects this encoder puts in lists: the vocabulary's, or, in a
     # fork, copies of its own, each made the first time it is used (see
-    # _id_objects); ``make_ids`` says which (see _extend).
+    # _id_objects and _extend).
     cdef list ids
-    cdef cbool make_ids
     # What _native_scan resolved last, for these very objects: an encoder
     # passes the same pattern and pretokenizer on every call, and resolving
     # them again (dictionary lookups, the class table) was a fifth of the
@@ -732,7 +731,6 @@ cdef class PieceEncoder:
             self.ids = shared.ids
         else:
             self.ids = None  # a fork: its own id objects, made on first use
-            self.make_ids = True
         self.vocabulary = shared
         self.cache_size = cache_size
         self.state.reset(new TextEncoder(shared.merger, cache_size))
@@ -757,10 +755,12 @@ cdef class PieceEncoder:
 
     cdef int _extend(self, list out, list specials, const uint32_t* outputs, size_t count) except -1:
         """Append to ``out`` the ids of ``count`` output numbers (``specials`` as in ``extend_ids``)."""
-        return extend_ids(
-            out, self._id_objects(), specials, outputs, count,
-            self.vocabulary.id_values.data() if self.make_ids else NULL,
-        )
+        cdef list ids = self._id_objects()
+        # A fork's own list makes its ints as they are first used.
+        cdef const uint32_t* values = NULL
+        if ids is not self.vocabulary.ids:
+            values = self.vocabulary.id_values.data()
+        return extend_ids(out, ids, specials, outputs, count, values)
 
     def fork(self):
         """A new encoder for another thread: the same vocabulary, an empty cache of the same size."""
