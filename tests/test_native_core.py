@@ -756,14 +756,25 @@ def test_encode_with_specials_on_short_and_long_texts(
         r50k_encoding.encode_with_specials(text, patterns.GPT2, None, ("",), (50256,))
 
 
-def test_the_short_piece_table_starts_small_and_grows_once(r50k_ranks: dict[bytes, int]) -> None:
-    """A new kernel's first pieces go to a small table, which moves to the full size once
-    half full: ids stay tiktoken's before, across and after the move, and the pieces moved
-    are still answered from the cache."""
+@pytest.mark.parametrize(
+    ("cache_size", "table_sizes"),
+    [
+        # Three quarters of the entries go to the table, which stays at most
+        # half full: its full size is the power of two from 1.5 entries up.
+        (1 << 16, [4096, 131072]),
+        (1 << 19, [4096, 131072, 1048576]),
+    ],
+)
+def test_the_short_piece_table_starts_small_and_grows_in_steps(
+    r50k_ranks: dict[bytes, int], cache_size: int, table_sizes: list[int]
+) -> None:
+    """A new kernel's first pieces go to a table of 4,096 entries, which moves to one 32
+    times larger each time it is half full, up to its full size: ids stay tiktoken's
+    across every move, and the pieces moved are still answered from the cache."""
     reference = tiktoken.Encoding(
         name="r50k_offline", pat_str=patterns.GPT2, mergeable_ranks=r50k_ranks, special_tokens={}
     )
-    kernel = native.PieceEncoder(r50k_ranks, r50k_ranks, 1 << 16)
+    kernel = native.PieceEncoder(r50k_ranks, r50k_ranks, cache_size)
 
     def encoded(text: str) -> list[int]:
         out: list[int] = []
@@ -773,25 +784,32 @@ def test_the_short_piece_table_starts_small_and_grows_once(r50k_ranks: dict[byte
 
     assert kernel.short_table_slots() == 0
     encoded("Hello! Could you summarize the report in three bullet points?")
-    first_size = kernel.short_table_slots()
-    assert 0 < first_size <= 4096
+    assert kernel.short_table_slots() == table_sizes[0]
     rng = random.Random(7)
-    words = " ".join(
-        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
-        for _ in range(6000)
-    )
-    encoded(words)
-    assert kernel.short_table_slots() > first_size
+    # Enough distinct words (each a short piece, space first) to pass the
+    # last move: it comes when the table before it holds half its entries.
+    word_count = table_sizes[-2] // 2 + 4000
+    words = [
+        " " + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+        for _ in range(word_count)
+    ]
+    sizes_seen = [kernel.short_table_slots()]
+    for start in range(0, word_count, 2000):
+        encoded("".join(words[start : start + 2000]))
+        if kernel.short_table_slots() != sizes_seen[-1]:
+            sizes_seen.append(kernel.short_table_slots())
+    assert sizes_seen == table_sizes
+    text = "".join(words)
     hits_before = kernel.cache_info()[0]
-    encoded(words)  # every piece again: answered from the grown table
+    encoded(text)  # every piece again: answered from the grown table
     # A piece with no free entry within a probe's reach is not kept, so a
-    # few may miss; the 2,048 moved from the small table must not.
-    pieces = len(regex.findall(patterns.GPT2, words))
+    # few may miss; the ones moved from the smaller tables must not.
+    pieces = len(regex.findall(patterns.GPT2, text))
     assert kernel.cache_info()[0] - hits_before >= 0.99 * pieces
     kernel.clear_cache()
     assert kernel.short_table_slots() == 0
     encoded("and small again")
-    assert kernel.short_table_slots() == first_size
+    assert kernel.short_table_slots() == table_sizes[0]
 
 
 def test_a_fork_hands_out_int_objects_of_its_own(r50k_encoding: Any) -> None:

@@ -1239,8 +1239,9 @@ cdef class PieceEncoder:
     def short_table_slots(self):
         """Entries the table of short pieces has room for now (0 before its first piece).
 
-        It starts small and moves to its full size once, when half full (see
-        ``ShortPieces`` in ``_short_pieces.hpp``). For tests and diagnostics.
+        It starts at 4,096 entries and, each time it is half full, moves to one
+        32 times larger, up to its full size (see ``ShortPieces`` in
+        ``_short_pieces.hpp``). For tests and diagnostics.
 
         >>> kernel = PieceEncoder({bytes([i]): i for i in range(256)}, {}, 1 << 16)
         >>> kernel.short_table_slots()

@@ -192,20 +192,41 @@ public:
     void clear() { release(); }
 
     // The entries the table has room for now: FIRST_CAPACITY until it
-    // holds half that many pieces, then its full capacity (for tests).
+    // holds half that many pieces, then GROWTH times more at each move, up
+    // to its full capacity (for tests).
     size_t slots_in_use() const { return slots_ == &NO_SLOTS ? 0 : mask_ + 1; }
 
 private:
-    // A table starts with this many entries (128 KiB) and moves to its full
-    // capacity, once, when half of them are taken. The full table is many
-    // megabytes on huge pages, and a piece lands in a random one of them:
-    // the first calls of a new tokenizer, of a new thread's kernel or after
-    // clear_cache each zeroed a 2 MiB page for most of their new pieces
-    // (1.1 ms for the first chat message of a new o200k tokenizer, 0.5 ms
-    // for the next). A long text moves after 2,048 pieces, a rehash of
-    // microseconds. (Growing by doubling, tried twice, was slower on cold
-    // prose: every step faulted in fresh memory and rehashed everything.)
+    // A table starts with this many entries (128 KiB) and, each time half
+    // of them are taken, moves to one GROWTH times larger, up to its full
+    // capacity: 4 MiB, then 32 MiB at the default size. A piece lands in a
+    // random entry, so a table's memory is all touched soon after it is
+    // taken, and fresh memory is what costs:
+    // - At the full size from the start, the first calls of a new
+    //   tokenizer, of a new thread's kernel or after clear_cache each
+    //   zeroed a 2 MiB huge page for most of their new pieces (1.1 ms for
+    //   the first chat message of a new o200k tokenizer, 0.5 ms for the
+    //   next).
+    // - Moving from 128 KiB straight to the full size, a text with a few
+    //   tens of thousands of distinct pieces took all 32 MiB: 8 MiB of
+    //   source code has 39,600 distinct short pieces (o200k), which the
+    //   4 MiB table holds. Memory a process takes anew costs far more on
+    //   some virtual machines than zeroing it: on ours, whose host takes
+    //   back the pages the guest frees, touching 64 MiB mapped anew took
+    //   74-161 ms when the process's memory had been free for a few
+    //   seconds, against 2.5 ms when it had just been freed. Cold 8 MiB of
+    //   o200k code, fresh processes three seconds apart, in turns, 14 of
+    //   each: median 45 ms (42-84) with the 4 MiB step, 83 (42-147)
+    //   without it. With memory just freed, the 4 MiB table costs 2 ms
+    //   (42 against 40): fewer pieces are at the first entry their lookup
+    //   reads.
+    // - Doubling at each step, tried twice, was slower on cold prose: every
+    //   step faulted in fresh memory and rehashed everything. Two moves
+    //   rehash 2,048 and then 65,536 pieces; cold 8 MiB of o200k prose read
+    //   the same (medians of seven tokenizers: 184, 183, 191 ms against
+    //   182, 179, 203).
     static constexpr size_t FIRST_CAPACITY = 4096;
+    static constexpr size_t GROWTH = 32;
 
     void use_table(size_t capacity) {
         // Zeroed memory, touched only where entries land.
@@ -227,11 +248,11 @@ private:
         return nullptr;
     }
 
-    // Moves every entry of the first table to a table of full capacity.
+    // Moves every entry to a table GROWTH times larger, or of full capacity.
     void grow() {
         Entry* const first = slots_;
         const size_t first_capacity = mask_ + 1;
-        use_table(capacity_);
+        use_table(first_capacity * GROWTH < capacity_ ? first_capacity * GROWTH : capacity_);
         size_ = marks_ = 0;
         for (size_t i = 0; i < first_capacity; ++i) {
             const Entry& moving = first[i];
