@@ -759,8 +759,9 @@ def test_encode_with_specials_on_short_and_long_texts(
 @pytest.mark.parametrize(
     ("cache_size", "table_sizes"),
     [
-        # Three quarters of the entries go to the table, which stays at most
-        # half full: its full size is the power of two from 1.5 entries up.
+        # Three quarters of cache_size go to the table, which stays at most
+        # half full: its full size is the first power of two at or above
+        # 1.5 times cache_size.
         (1 << 16, [4096, 131072]),
         (1 << 19, [4096, 131072, 1048576]),
     ],
