@@ -443,6 +443,34 @@ def test_pieces_piled_on_one_slot_still_encode_exactly() -> None:
     assert misses == 0  # every piece a token: no BPE ran
 
 
+def test_pieces_whose_first_entries_share_a_cache_line_are_all_kept() -> None:
+    """Four pieces each for the two entries of one cache line (slots 6 and 7).
+
+    A lookup reads both entries of its first slot's line before the next
+    line (``ShortPieces::probed``), and the encoder checks both before
+    anything else, so the eight pieces sit in slots 6 to 13 and every
+    later pass finds each of them in the table: the first pass misses once
+    a word, the next two never. (A single byte, the line break here, is
+    answered without BPE and counted as a hit.)
+    """
+    chooser = random.Random(11)
+    by_slot: dict[int, list[str]] = {6: [], 7: []}
+    while any(len(words) < 4 for words in by_slot.values()):
+        word = "".join(
+            chooser.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(chooser.randint(2, 15))
+        )
+        slot = _short_piece_slot(word.encode(), 4095)
+        if slot in by_slot and len(by_slot[slot]) < 4 and word not in by_slot[slot]:
+            by_slot[slot].append(word)
+    words = by_slot[6] + by_slot[7]
+    chooser.shuffle(words)
+    encoder = {bytes([byte]): byte for byte in range(256)}
+    ranks = {b"ab": 0, b"cd": 1, b"ef": 2}
+    hits, misses = _encode_passes((encoder, ranks), words, 3)
+    assert misses == len(words)
+    assert hits == 3 * (2 * len(words) - 1) - len(words)
+
+
 def test_long_pieces_and_many_ids_are_encoded_but_not_cached() -> None:
     encoding = native.PieceEncoder({bytes([byte]): byte for byte in range(256)}, {}, 64)
     long_piece = "x" * 40

@@ -788,14 +788,13 @@ public:
     explicit LineStore(size_t entries) {
         ways_ = entries < WAYS ? entries : WAYS;
         sets_ = ways_ > 0 ? entries / ways_ : 0;
-        // Zeroed memory is an empty store, touched only as it is used; one
-        // spare line leaves room to align to 64 bytes.
-        bytes_ = (sets_ * ways_ + 1) * sizeof(Line);
-        raw_ = allocate_table(bytes_);
-        const uintptr_t address = reinterpret_cast<uintptr_t>(raw_);
-        lines_ = reinterpret_cast<Line*>((address + alignof(Line) - 1) & ~uintptr_t(alignof(Line) - 1));
+        // Zeroed memory, aligned to a cache line, is an empty store,
+        // touched only as it is used.
+        static_assert(alignof(Line) <= CACHE_LINE, "allocate_table aligns to a cache line");
+        bytes_ = sets_ * ways_ * sizeof(Line);
+        lines_ = static_cast<Line*>(allocate_table(bytes_));
     }
-    ~LineStore() { free_table(raw_, bytes_); }
+    ~LineStore() { free_table(lines_, bytes_); }
     LineStore(const LineStore&) = delete;
     LineStore& operator=(const LineStore&) = delete;
 
@@ -892,7 +891,6 @@ private:
     size_t ways_;
     size_t sets_;
     size_t bytes_;
-    void* raw_;
     Line* lines_;
     size_t size_ = 0;
     size_t full_puts_ = 0;  // pieces stored into a full set
@@ -1454,6 +1452,7 @@ private:
     struct Span {
         ShortPieces::Key key;
         uint64_t hash;
+        uint64_t at;  // emit_chunk's: ``hash``, or ``hash ^ 1`` if the piece is in its second entry
         uint64_t piece_hash;
         size_t start;
         size_t first;
@@ -1471,14 +1470,15 @@ private:
     // Appends the outputs of the ``count`` pieces of ``spans`` (their UTF-8
     // in ``bytes``) to ``out``.
     //
-    // A first pass finds the pieces that the first entry of their lookup
-    // does not answer and reads ahead what their encoding will read
+    // A first pass finds the pieces that the first cache line of their
+    // lookup (two entries: see ShortPieces::probed) does not answer, and
+    // reads ahead what their encoding will read
     // (read_ahead), so their memory latency overlaps: left to the second
     // pass, one after another, it made a cold encode of prose 8 % slower
     // (median of ten rounds in fresh processes).
     //
-    // The second pass emits. A short piece found in the first entry its
-    // lookup reads takes no branch but the loop's: the entry's outputs are
+    // The second pass emits. A short piece found in that line takes no
+    // branch but the loop's: the entry's outputs are
     // stored past the end of ``out`` whether they are its or not, and the
     // end moves only if they are. Every other piece goes to encode_span.
     __attribute__((noinline)) bool emit_chunk(Span* spans, size_t count, const uint8_t* bytes,
@@ -1488,7 +1488,13 @@ private:
         ShortPieces::Slots slots = cache_.short_slots();
         for (size_t i = 0; i < count; ++i) {
             Span& span = spans[i];
-            if (!slots.first_holds(span.hash, span.key)) read_ahead(span, bytes + span.first);
+            span.at = span.hash;
+            if (slots.first_holds(span.hash, span.key)) continue;
+            if (ShortPieces::holds(slots.second(span.hash), span.key)) {
+                span.at = span.hash ^ 1;
+                continue;
+            }
+            read_ahead(span, bytes + span.first);
         }
         size_t written = out.size();
         size_t found = 0;
@@ -1498,7 +1504,7 @@ private:
         uint32_t* outputs = out.data();
         for (size_t i = 0; i < count; ++i) {
             Span& span = spans[i];
-            const ShortPieces::Entry& entry = slots.first(span.hash);
+            const ShortPieces::Entry& entry = slots.first(span.at);
             std::memcpy(outputs + written, entry.outputs, sizeof entry.outputs);
             if (ShortPieces::holds(entry, span.key)) {
                 written += ShortPieces::count(entry);
