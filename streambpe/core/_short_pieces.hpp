@@ -3,6 +3,7 @@
 // object, so all of it may run with the GIL released.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -271,7 +272,7 @@ private:
     void grow() {
         Entry* const first = slots_;
         const size_t first_capacity = mask_ + 1;
-        use_table(first_capacity * GROWTH < capacity_ ? first_capacity * GROWTH : capacity_);
+        use_table(std::min(first_capacity * GROWTH, capacity_));
         size_ = marks_ = 0;
         for (size_t i = 0; i < first_capacity; ++i) {
             const Entry& moving = first[i];
