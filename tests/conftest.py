@@ -335,6 +335,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # --------------------------------------------------------------------------- backends
 
 
+@pytest.fixture
+def small_id_blocks() -> Iterator[tuple[int, int]]:
+    """The compiled kernel's id blocks shrunk to 1,000 ids, handed over 100 at a time.
+
+    A run makes about four million ids before it hands them to the list (see
+    ``_BLOCK`` in ``_native.pyx``); shrunk, texts of thousands of ids reach
+    the pauses between runs and between hand-overs. Yields the pair in force.
+    """
+    native = pytest.importorskip(
+        "streambpe.core._native",
+        reason="the compiled core was not built (no C++ compiler at install)",
+    )
+    before = native.id_block_sizes(block=1000, hand_over=100)
+    try:
+        yield native.id_block_sizes()
+    finally:
+        native.id_block_sizes(*before)
+
+
 @pytest.fixture(scope="module", params=core.available_backends())
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     """Runs a module's tests once per available backend (pure Python, and compiled if built).

@@ -552,25 +552,39 @@ def test_r50k_ids_match_tiktoken(r50k_ranks: dict[bytes, int], r50k_encoding: An
     assert out == reference.encode_ordinary(text)
 
 
-def test_encoded_ids_are_appended_and_hold_their_own_references(r50k_encoding: Any) -> None:
-    """Ids arrive in blocks of 65,536 appended to ``out``; each id in a list is a reference of its own.
-
-    The blocks are written straight into ``out``'s item array, each id with a
-    reference taken by hand, so a missing or doubled reference would show in
-    the ints' reference counts.
-    """
-    text = SAMPLE.read_text(encoding="utf-8") * 40  # past one block of ids
+def check_ids_appended_with_references_of_their_own(encoding: Any, least_ids: int) -> None:
+    """Encoding a text of more than ``least_ids`` ids twice: see the tests below."""
+    text = SAMPLE.read_text(encoding="utf-8") * 40
     first: list[int] = []
-    r50k_encoding.encode_text(text, patterns.GPT2, None, first)
-    assert len(first) > 65536
+    encoding.encode_text(text, patterns.GPT2, None, first)
+    assert len(first) > least_ids
     token = next(id_ for id_ in first if id_ > 256)  # not one of CPython's shared small ints
     before = sys.getrefcount(token)
     again: list[int] = [7]
-    r50k_encoding.encode_text(text, patterns.GPT2, None, again)
+    encoding.encode_text(text, patterns.GPT2, None, again)
     assert again == [7, *first]
     assert sys.getrefcount(token) == before + first.count(token)
     del again
     assert sys.getrefcount(token) == before
+
+
+def test_encoded_ids_are_appended_and_hold_their_own_references(r50k_encoding: Any) -> None:
+    """Ids are appended to ``out`` 65,536 at a time; each id in a list is a reference of its own.
+
+    The ids are written straight into ``out``'s item array, each with a
+    reference taken by hand, so a missing or doubled reference would show in
+    the ints' reference counts.
+    """
+    _, hand_over = native.id_block_sizes()
+    check_ids_appended_with_references_of_their_own(r50k_encoding, hand_over)
+
+
+def test_ids_of_many_blocks_are_appended_and_hold_their_own_references(
+    r50k_encoding: Any, small_id_blocks: tuple[int, int]
+) -> None:
+    """The same across many blocks of ids, each handed over in many parts."""
+    block, _ = small_id_blocks
+    check_ids_appended_with_references_of_their_own(r50k_encoding, 20 * block)
 
 
 def test_a_fork_makes_each_id_object_once_on_every_path(r50k_encoding: Any) -> None:

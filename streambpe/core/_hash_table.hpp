@@ -119,6 +119,25 @@ inline uint64_t hash_long_bytes(const uint8_t* data, size_t n) {
 constexpr size_t HUGE_PAGE = size_t(2) << 20;
 constexpr size_t CACHE_LINE = 64;
 
+// Advises huge pages for the whole 2 MiB pages within [data, data + bytes):
+// those not touched yet then fault in 2 MiB at a time instead of 4 KiB. For
+// allocate_table's mappings, and for a big buffer from malloc that is
+// written once from its start, such as a long text's ids (PieceEncoder's
+// _run_spans: on 8 MiB of source code, a fresh process, 1,900 page faults
+// fewer and 47 against 49 ms, medians of eight). Only advice: a kernel that
+// declines it, or a system without it, leaves plain pages.
+inline void advise_huge_pages(void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t start = reinterpret_cast<uintptr_t>(data);
+    const uintptr_t first = (start + HUGE_PAGE - 1) & ~uintptr_t(HUGE_PAGE - 1);
+    const uintptr_t end = (start + bytes) & ~uintptr_t(HUGE_PAGE - 1);
+    if (end > first) madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
 inline void* allocate_table(size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (bytes >= HUGE_PAGE) {
@@ -132,7 +151,7 @@ inline void* allocate_table(size_t bytes) {
         if (aligned > start) munmap(raw, aligned - start);
         const uintptr_t end = start + mapped;
         if (end > aligned + rounded) munmap(reinterpret_cast<void*>(aligned + rounded), end - aligned - rounded);
-        madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);  // advice: failure is harmless
+        advise_huge_pages(reinterpret_cast<void*>(aligned), rounded);
         return reinterpret_cast<void*>(aligned);
     }
 #endif

@@ -84,15 +84,17 @@ from streambpe.core._native_glue cimport (
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
     EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, SegmentStore, TextEncoder, TokenBytes,
+    advise_huge_pages,
 )
 from streambpe.core._specials_impl cimport Match, find_matches_of_kind
 from streambpe.core._pretokenize_impl cimport (
     Builtin, ClassTable, Pattern, builtin_pattern, compiled_pattern, count_pieces, piece_ends,
 )
 from streambpe.core._python_api cimport (
-    PyDict_GetItemWithError, PyLong_AsLongLongAndOverflow, PyObject_CheckBuffer,
-    PyObject_GC_Track, PyObject_GC_UnTrack, PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8,
-    PyUnicode_FindChar, PyUnicode_IS_ASCII, PyUnicode_READ_CHAR, PyUnicode_READY,
+    PyDict_GetItemWithError, PyEval_RestoreThread, PyEval_SaveThread,
+    PyLong_AsLongLongAndOverflow, PyObject_CheckBuffer, PyObject_GC_Track, PyObject_GC_UnTrack,
+    PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8, PyUnicode_FindChar, PyUnicode_IS_ASCII,
+    PyUnicode_READ_CHAR, PyUnicode_READY,
 )
 from streambpe.core._table_image cimport image_tag
 
@@ -496,8 +498,42 @@ def move_id_part(list joined not None, list parts not None, Py_ssize_t index):
 cdef enum:
     _LIST, _ARRAY, _COUNT
 
-# Ids produced per stretch without the GIL (then handed over with it).
-cdef size_t _BLOCK = 1 << 16
+# Ids produced per stretch without the GIL for a list, then handed over
+# with it. A text of up to about four times as many characters is encoded
+# in one stretch, and its ids reach the list only after: writing them
+# block by block between stretches of encoding (65,536 ids, as before) let
+# each side push the other's tables and int objects out of the caches.
+# Cold o200k, 8 MiB of prose (2.77 M ids), seven fresh tokenizers a
+# process, perf: the hand-over took 15-21 ms a call against 8-10, and BPE
+# 75 against 69.
+cdef size_t _LIST_BLOCK = 1 << 22
+# Ids written into a list between two chances for other threads to take the
+# GIL, so handing over a long stretch does not stall them for its length;
+# and ids produced per stretch for an array or a count, which make no int
+# objects to lose from the caches.
+cdef size_t _HAND_OVER = 1 << 16
+
+
+def id_block_sizes(block=None, hand_over=None):
+    """The pair (:data:`_LIST_BLOCK`, :data:`_HAND_OVER`); each value given (above 0) replaces its own.
+
+    For tests, which shrink both to reach, on small texts, the paths of
+    texts with millions of ids; returns the pair in force before the call.
+
+    >>> before = id_block_sizes(block=100)
+    >>> id_block_sizes(*before)[0]
+    100
+    """
+    global _LIST_BLOCK, _HAND_OVER
+    previous = (_LIST_BLOCK, _HAND_OVER)
+    for value in (block, hand_over):
+        if value is not None and value < 1:
+            raise ValueError(f"block sizes must be at least 1, got {value}")
+    if block is not None:
+        _LIST_BLOCK = block
+    if hand_over is not None:
+        _HAND_OVER = hand_over
+    return previous
 # Texts shorter than this (in characters) are encoded holding the GIL, which
 # only saves its hand-over. It was 4,096: then a third of the text of an
 # encode_batch of documents (median 3,400 characters) held the GIL, and two
@@ -565,14 +601,14 @@ cdef cbool _load_image(PieceMerger* merger, image) except *:
 
 cdef cbool _encode_block(
     TextEncoder* state, Pattern pattern, const ClassTable* table, int kind, const void* data,
-    size_t length, cbool ascii, cbool count_only, size_t budget,
+    size_t length, cbool ascii, cbool count_only, size_t block, size_t budget,
     const vector[size_t]& special_starts, const vector[size_t]& special_ends,
     const vector[uint32_t]& special_outputs, size_t& start, size_t& next_special, size_t& counted,
     vector[uint32_t]& outputs, EncodeProblem& problem,
 ) except * nogil:
-    """Encode from ``start`` until about :data:`_BLOCK` outputs are in ``outputs``.
+    """Encode from ``start`` until about ``block`` outputs are in ``outputs``.
 
-    ``budget`` is what the kernel may produce before it pauses (``_BLOCK``,
+    ``budget`` is what the kernel may produce before it pauses (``block``,
     or no limit for a scan that pauses by itself).
 
     One step of :meth:`PieceEncoder._run`: the stretches of ordinary text
@@ -604,7 +640,7 @@ cdef cbool _encode_block(
             outputs.push_back(special_outputs[next_special])
         start = special_ends[next_special]
         next_special += 1
-        if outputs.size() >= _BLOCK:
+        if outputs.size() >= block:
             return False
 
 
@@ -762,6 +798,24 @@ cdef class PieceEncoder:
             values = self.vocabulary.id_values.data()
         return extend_ids(out, ids, specials, outputs, count, values)
 
+    cdef int _hand_over(
+        self, list out, list specials, const uint32_t* outputs, size_t count, cbool release,
+    ) except -1:
+        """:meth:`_extend`, :data:`_HAND_OVER` ids at a time, letting go of the GIL between.
+
+        The GIL is let go only if ``release``: a short text's ids are one hand-over anyway.
+        """
+        cdef size_t done = 0
+        cdef size_t step
+        while True:
+            step = min(count - done, _HAND_OVER)
+            self._extend(out, specials, outputs + done, step)
+            done += step
+            if done == count:
+                return 0
+            if release:
+                PyEval_RestoreThread(PyEval_SaveThread())
+
     def fork(self):
         """A new encoder for another thread: the same vocabulary, an empty cache of the same size."""
         return PieceEncoder(None, None, self.cache_size, shared=self.vocabulary)
@@ -860,12 +914,15 @@ cdef class PieceEncoder:
         vocabulary's ``n`` is the id ``special_ids[v]`` (``special_values[v]``
         as a 32-bit value).
 
-        The ids are produced in blocks of about :data:`_BLOCK` without the
-        GIL, and each block is handed to ``out`` with it, so memory beyond
-        ``out`` stays small however long the text is.
+        The ids are produced in blocks without the GIL (of about
+        :data:`_LIST_BLOCK` for a list, :data:`_HAND_OVER` otherwise), and
+        each block is handed to ``out`` with it, so memory beyond ``out``
+        stays within 16 MiB however long the text is (a list holds 8 bytes
+        an id itself).
         """
+        cdef size_t block = _LIST_BLOCK if mode == _LIST else _HAND_OVER
         # A chain pauses by itself (at a window's end), never when a block fills.
-        cdef size_t budget = _BLOCK if scanned.window == <size_t>-1 else <size_t>-1
+        cdef size_t budget = block if scanned.window == <size_t>-1 else <size_t>-1
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* data = PyUnicode_DATA(text)
         cdef size_t length = PyUnicode_GET_LENGTH(text)
@@ -881,25 +938,28 @@ cdef class PieceEncoder:
         # A short text is encoded sooner than the GIL is handed over and back,
         # and its ids (about one per four characters) fit one allocation.
         cdef cbool release = length >= _SHORT_TEXT
-        outputs.reserve(length // 2 + 16 if length < 2 * _BLOCK else _BLOCK + 16)
+        if not count_only:
+            outputs.reserve(length // 2 + 16 if length < 2 * block else block + 16)
+            # Written once, from the start: see advise_huge_pages.
+            advise_huge_pages(outputs.data(), outputs.capacity() * sizeof(uint32_t))
         self._enter()
         try:
             while not done:
                 if release:
                     with nogil:
                         done = _encode_block(
-                            state, scanned, table, kind, data, length, ascii, count_only, budget,
-                            special_starts, special_ends, special_outputs, start, next_special,
-                            counted, outputs, problem,
+                            state, scanned, table, kind, data, length, ascii, count_only, block,
+                            budget, special_starts, special_ends, special_outputs, start,
+                            next_special, counted, outputs, problem,
                         )
                 else:
                     done = _encode_block(
-                        state, scanned, table, kind, data, length, ascii, count_only, budget,
-                        special_starts, special_ends, special_outputs, start, next_special,
-                        counted, outputs, problem,
+                        state, scanned, table, kind, data, length, ascii, count_only, block,
+                        budget, special_starts, special_ends, special_outputs, start,
+                        next_special, counted, outputs, problem,
                     )
                 if mode == _LIST:
-                    self._extend(out, special_ids, outputs.data(), outputs.size())
+                    self._hand_over(out, special_ids, outputs.data(), outputs.size(), release)
                 elif mode == _ARRAY:
                     out.frombytes(_id_bytes(self.vocabulary, special_values, outputs))
                 outputs.clear()
@@ -1120,8 +1180,9 @@ cdef class PieceEncoder:
                     while not done:
                         done = _encode_block(
                             state, scanned, table, kinds[index], buffers[index], lengths[index],
-                            asciis[index], False, <size_t>-1, special_starts, special_ends,
-                            special_outputs, start, next_special, counted, outputs, problem,
+                            asciis[index], False, <size_t>-1, <size_t>-1, special_starts,
+                            special_ends, special_outputs, start, next_special, counted, outputs,
+                            problem,
                         )
                     if problem.outcome != EncodeOutcome.OK:
                         failed = index

@@ -25,3 +25,8 @@ cdef extern from "Python.h":
         object text, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end, int direction
     ) except -2
     Py_UCS4 PyUnicode_READ_CHAR(object text, Py_ssize_t index)
+    # Lets go of the GIL and takes it back: a thread waiting for it gets a
+    # turn between two parts of a long hand-over (PieceEncoder._hand_over).
+    ctypedef struct PyThreadState
+    PyThreadState* PyEval_SaveThread()
+    void PyEval_RestoreThread(PyThreadState* state)
