@@ -28,8 +28,9 @@ PARALLEL_THRESHOLD_CHARS: dict[Mode, int] = {
     "processes": 4 * 1024 * 1024,
     "threads": 256 * 1024,
 }
-#: Characters per task: large for processes (each hand-off pickles the text),
-#: smaller for threads (a hand-off is cheap, and small tasks balance the load).
+#: The fewest characters per task (but the last): large for processes (each
+#: hand-off pickles the text), smaller for threads (a hand-off is cheap, and
+#: small last tasks let the workers finish together).
 TASK_CHARS: dict[Mode, int] = {"processes": 1024 * 1024, "threads": 128 * 1024}
 
 
@@ -48,14 +49,33 @@ def _encode_group(encoder: Encoder, group: _Group) -> list[list[int]]:
     return encoded
 
 
-def _groups(texts: Sequence[str], task_chars: int, options: dict[str, Any]) -> list[_Group]:
-    # Consecutive texts, about task_chars characters per group, order kept.
+def _groups(
+    texts: Sequence[str], task_chars: int, workers: int, options: dict[str, Any]
+) -> list[_Group]:
+    """Consecutive texts in groups that shrink, order kept.
+
+    A group holds about a ``2 * workers``-th of the characters left, and at
+    least ``task_chars``: a worker that drew slow text takes fewer groups,
+    and the last ones are small, so the workers finish together (as the
+    parts of one long text do, ``Encoder._encode_in_parts``). Groups of a
+    fixed 128 K characters made a worker hand each group's ids to its lists
+    between encoding the next, and each pushed the other's tables and int
+    objects out of the caches: r50k, 8 MiB in 1000 documents, two workers,
+    cold, 156-162 ms against 104-114 for groups of 1 M characters.
+
+    >>> [len(group.texts) for group in _groups(["ab"] * 8, 2, 1, {})]
+    [4, 2, 1, 1]
+    """
+    left = sum(map(len, texts))
     groups: list[list[str]] = [[]]
     size = 0
+    target = max(task_chars, left // (2 * workers))
     for text in texts:
-        if size >= task_chars:
+        if size >= target:
+            left -= size
             groups.append([])
             size = 0
+            target = max(task_chars, left // (2 * workers))
         groups[-1].append(text)
         size += len(text)
     return [_Group(group, options) for group in groups]
@@ -90,7 +110,7 @@ def encode_batch(
     if count <= 1 or sum(map(len, texts)) < PARALLEL_THRESHOLD_CHARS[mode]:
         return encoder.encode_each(texts, **options)
     results: list[list[int]] = []
-    groups = _groups(texts, TASK_CHARS[mode], options)
+    groups = _groups(texts, TASK_CHARS[mode], count, options)
     # Every result is kept, so every group may be in flight: a thread never
     # waits for a slow group whose result is due first.
     with encode_map(
