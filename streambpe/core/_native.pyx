@@ -77,6 +77,7 @@ from streambpe.core._merge_loop_impl cimport MergeState
 from streambpe.core._native_glue cimport (
     RecordWriter,
     extend_ids,
+    reserve_ids,
     move_part,
     piece_list,
     unmade_ints,
@@ -804,9 +805,12 @@ cdef class PieceEncoder:
         """:meth:`_extend`, :data:`_HAND_OVER` ids at a time, letting go of the GIL between.
 
         The GIL is let go only if ``release``: a short text's ids are one hand-over anyway.
+        Room for all ``count`` ids is made first (``reserve_ids``), in one allocation.
         """
         cdef size_t done = 0
         cdef size_t step
+        if count > _HAND_OVER:
+            reserve_ids(out, count)
         while True:
             step = min(count - done, _HAND_OVER)
             self._extend(out, specials, outputs + done, step)

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "_hash_table.hpp"
+
 namespace streambpe {
 namespace glue {
 
@@ -145,6 +147,28 @@ inline PyObject** room_for(PyListObject* list, Py_ssize_t count) {
     return list->ob_item + size;
 }
 #endif
+
+// Room in `out`'s item array for `count` more ids, made at once before a
+// long stretch's ids are handed over in parts (PieceEncoder._hand_over);
+// grown part by part, the array was reallocated some thirty times for 2.77
+// million ids. A big array is advised onto huge pages (advise_huge_pages):
+// each of its pages is written once, in order. 0, or -1 with an exception
+// set (`out` unchanged). A free-threaded build extends lists by slices and
+// needs no room made.
+inline int reserve_ids(PyObject* out, Py_ssize_t count) {
+#ifdef Py_GIL_DISABLED
+    (void)out;
+    (void)count;
+    return 0;
+#else
+    PyListObject* list = reinterpret_cast<PyListObject*>(out);
+    if (count <= 0 || list->allocated - Py_SIZE(list) >= count) return 0;
+    PyObject** at = room_for(list, count);
+    if (at == nullptr) return -1;
+    advise_huge_pages(at, static_cast<size_t>(count) * sizeof(PyObject*));
+    return 0;
+#endif
+}
 
 // Appends the Python ints ids[output] for each output number to the list
 // `out`; 0, or -1 with an exception set (`out` then unchanged).

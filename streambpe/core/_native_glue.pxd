@@ -13,6 +13,7 @@ cdef extern from "_native_glue.hpp" namespace "streambpe::glue":
     ) except -1
     int move_part(list joined, list parts, Py_ssize_t index) except -1
     list unmade_ints(Py_ssize_t count)
+    int reserve_ids(list out, Py_ssize_t count) except -1
     cdef cppclass RecordWriter:
         RecordWriter(string& content, size_t expected)
         void put(uint32_t value, const char* data, uint32_t length)
