@@ -340,7 +340,7 @@ def small_id_blocks() -> Iterator[tuple[int, int]]:
     """The compiled kernel's id blocks shrunk to 1,000 ids, handed over 100 at a time.
 
     A run makes about four million ids before it hands them to the list (see
-    ``_BLOCK`` in ``_native.pyx``); shrunk, texts of thousands of ids reach
+    ``_LIST_BLOCK`` in ``_native.pyx``); shrunk, texts of thousands of ids reach
     the pauses between runs and between hand-overs. Yields the pair in force.
     """
     native = pytest.importorskip(

@@ -535,6 +535,8 @@ def id_block_sizes(block=None, hand_over=None):
     if hand_over is not None:
         _HAND_OVER = hand_over
     return previous
+
+
 # Texts shorter than this (in characters) are encoded holding the GIL, which
 # only saves its hand-over. It was 4,096: then a third of the text of an
 # encode_batch of documents (median 3,400 characters) held the GIL, and two
