@@ -1,23 +1,18 @@
-// The hashing, table memory and integer-keyed hash table that the native
-// tables share, in plain C++ (no Python API).
+// The hashing and integer-keyed hash table that the native tables share, in
+// plain C++ (no Python API).
 //
 // hash_bytes keys every byte-string table (the vocabulary, the piece cache,
-// the word counts); allocate_table and TableVector give the big tables their
-// memory; U64Map is the table of token pairs of the merge loop. Nothing here
+// the word counts); U64Map is the table of token pairs of the merge loop (its
+// memory, like every big table's, from _table_memory.hpp). Nothing here
 // touches a Python object, so all of it may run with the GIL released.
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "_table_image.hpp"
+#include "_table_memory.hpp"
 
 namespace streambpe {
 
@@ -100,98 +95,6 @@ inline uint64_t hash_long_bytes(const uint8_t* data, size_t n) {
         lanes[0] ^ mix64(lanes[1]) ^ mix64(lanes[2] + 1) ^ mix64(lanes[3] + 2);
     return hash_bytes(data, n) ^ folded;
 }
-
-// ------------------------------------------------------- table memory
-
-// Memory for the big tables that are read at random (the vocabulary, the
-// pair table, the piece cache), zeroed. With 4 KiB pages nearly every lookup
-// in a table of many megabytes also misses the TLB, and the page walk, not
-// the read, bounds how many lookups can overlap; so on Linux a table of 2 MiB
-// or more is mapped on its own, aligned to 2 MiB and advised to use huge
-// pages (measured: random reads of a 64 MiB table take 24 ns instead of 39).
-// Anonymous mappings also come zeroed and untouched until used. Elsewhere, or
-// when the kernel declines, this is plain zeroed memory, aligned to a cache
-// line: a table that probes the two 32-byte entries of one line
-// (ShortPieces) needs its lines where it thinks they are, and calloc aligns
-// to 16 bytes only. calloc still does the allocating, so a big block comes
-// zeroed from the kernel, untouched: the block starts a little further in,
-// and the pointer calloc gave sits just before it for free_table.
-constexpr size_t HUGE_PAGE = size_t(2) << 20;
-constexpr size_t CACHE_LINE = 64;
-
-// Advises huge pages for the whole 2 MiB pages within [data, data + bytes):
-// those not touched yet then fault in 2 MiB at a time instead of 4 KiB. For
-// allocate_table's mappings, and for a big buffer from malloc that is
-// written once from its start, such as a long text's ids (PieceEncoder's
-// _run_spans: on 8 MiB of source code, a fresh process, 1,900 page faults
-// fewer and 47 against 49 ms, medians of eight). Only advice: a kernel that
-// declines it, or a system without it, leaves plain pages.
-inline void advise_huge_pages(void* data, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t start = reinterpret_cast<uintptr_t>(data);
-    const uintptr_t first = (start + HUGE_PAGE - 1) & ~uintptr_t(HUGE_PAGE - 1);
-    const uintptr_t end = (start + bytes) & ~uintptr_t(HUGE_PAGE - 1);
-    if (end > first) madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);
-#else
-    (void)data;
-    (void)bytes;
-#endif
-}
-
-inline void* allocate_table(size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= HUGE_PAGE) {
-        const size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-        const size_t mapped = rounded + HUGE_PAGE;  // room to align
-        void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (raw == MAP_FAILED) throw std::bad_alloc();
-        const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-        const uintptr_t aligned = (start + HUGE_PAGE - 1) & ~uintptr_t(HUGE_PAGE - 1);
-        // Unmap the slack on both sides so free_table can recompute the span.
-        if (aligned > start) munmap(raw, aligned - start);
-        const uintptr_t end = start + mapped;
-        if (end > aligned + rounded) munmap(reinterpret_cast<void*>(aligned + rounded), end - aligned - rounded);
-        advise_huge_pages(reinterpret_cast<void*>(aligned), rounded);
-        return reinterpret_cast<void*>(aligned);
-    }
-#endif
-    void* raw = std::calloc(bytes + CACHE_LINE + sizeof(void*), 1);
-    if (raw == nullptr) throw std::bad_alloc();
-    const uintptr_t past_pointer = reinterpret_cast<uintptr_t>(raw) + sizeof(void*);
-    void** aligned = reinterpret_cast<void**>((past_pointer + CACHE_LINE - 1) & ~uintptr_t(CACHE_LINE - 1));
-    aligned[-1] = raw;
-    return aligned;
-}
-
-// Frees what allocate_table(bytes) returned (the same ``bytes``).
-inline void free_table(void* memory, size_t bytes) {
-    if (memory == nullptr) return;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= HUGE_PAGE) {
-        munmap(memory, (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-        return;
-    }
-#endif
-    std::free(static_cast<void**>(memory)[-1]);
-}
-
-// An allocator over allocate_table, for std::vector tables.
-template <class T>
-struct TableAllocator {
-    using value_type = T;
-    TableAllocator() = default;
-    template <class U>
-    TableAllocator(const TableAllocator<U>&) {}  // NOLINT: rebinding is implicit by design
-    T* allocate(size_t n) { return static_cast<T*>(allocate_table(n * sizeof(T))); }
-    void deallocate(T* memory, size_t n) { free_table(memory, n * sizeof(T)); }
-    template <class U>
-    bool operator==(const TableAllocator<U>&) const { return true; }
-    template <class U>
-    bool operator!=(const TableAllocator<U>&) const { return false; }
-};
-
-template <class T>
-using TableVector = std::vector<T, TableAllocator<T>>;
 
 // ------------------------------------------------------- uint64 -> V table
 

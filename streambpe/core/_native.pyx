@@ -85,8 +85,9 @@ from streambpe.core._native_glue cimport (
 from streambpe.core._pattern_compiler_impl cimport BaseTable, PatternProgram, Regex
 from streambpe.core._piece_encoder_impl cimport (
     EncodeOutcome, EncodeProblem, PieceCache, PieceMerger, SegmentStore, TextEncoder, TokenBytes,
-    advise_huge_pages,
 )
+from streambpe.core._table_memory cimport advise_huge_pages
+from streambpe.core._table_memory cimport kept_table_memory as _keep_table_memory
 from streambpe.core._specials_impl cimport Match, find_matches_of_kind
 from streambpe.core._pretokenize_impl cimport (
     Builtin, ClassTable, Pattern, builtin_pattern, compiled_pattern, count_pieces, piece_ends,
@@ -536,6 +537,29 @@ def id_block_sizes(block=None, hand_over=None):
         _HAND_OVER = hand_over
     return previous
 
+
+def kept_table_memory(limit=None):
+    """The pair (bytes of freed table memory kept now, the most kept); ``limit`` sets the most.
+
+    Freed tables' memory is kept, up to the limit (128 MiB unless set), for
+    the next table of the same size: a new tokenizer, a new thread's cache
+    or a cache after ``clear_cache`` then reuses pages the process already
+    has instead of faulting in fresh ones. ``kept_table_memory(0)`` hands
+    everything kept back to the system and keeps nothing more. Where tables
+    are not mapped on their own (outside Linux) nothing is kept: ``(0, 0)``.
+
+    >>> limit = kept_table_memory()[1]
+    >>> kept_table_memory(0)
+    (0, 0)
+    >>> kept_table_memory(limit)[1] == limit
+    True
+    """
+    cdef size_t limit_now = 0
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be at least 0, got {limit}")
+    cdef size_t wanted = <size_t>-1 if limit is None else <size_t>limit
+    kept = _keep_table_memory(wanted, limit_now)
+    return kept, limit_now
 
 # Texts shorter than this (in characters) are encoded holding the GIL, which
 # only saves its hand-over. It was 4,096: then a third of the text of an

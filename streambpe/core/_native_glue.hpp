@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "_hash_table.hpp"
+#include "_table_memory.hpp"
 
 namespace streambpe {
 namespace glue {

@@ -11,8 +11,6 @@ from streambpe.core._pretokenize_impl cimport ClassTable, Pattern
 
 
 cdef extern from "_piece_encoder_impl.hpp" namespace "streambpe" nogil:
-    void advise_huge_pages(void* data, size_t bytes)
-
     cdef cppclass PieceMerger:
         void add_output(const uint8_t* token, size_t n, uint32_t output)
         void add_rank(const uint8_t* token, size_t n, uint32_t rank)

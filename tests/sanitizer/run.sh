@@ -29,6 +29,7 @@ quick_tests=(
     tests/test_fuzz_differential.py
     tests/test_concurrency.py
     tests/test_resource_limits.py
+    tests/test_table_memory.py
 )
 full_tests=(
     "${quick_tests[@]}"
