@@ -67,11 +67,12 @@ inline void advise_huge_pages(void* data, size_t bytes) {
 // just freed; unmapped, that memory came back as fresh pages. On virtual
 // machines whose host takes back the pages a guest frees (ours: a balloon
 // device with free page reporting), touching fresh memory costs a host fault
-// as well as the zeroing: one 8 MiB text on two threads, o200k, a fresh
-// tokenizer a round, took 92-128 ms of system time in a third of the rounds
-// with unmapped tables and none after the first round with kept ones. This
-// is what malloc does for its own heap; the tables map their memory
-// themselves (aligned to huge pages) and so had lost it.
+// as well as the zeroing. One 8 MiB o200k text on two threads, a fresh
+// tokenizer a round, nine rounds in turns with one thread: 128-346 ms of
+// system time in all in the two-thread rounds with unmapped tables, 20-76
+// with kept ones (three runs each), and 1.45-1.59x one thread's speed
+// against 1.60-1.64x. This is what malloc does for its own heap; the tables
+// map their memory themselves (aligned to huge pages) and so had lost it.
 //
 // A kept mapping is zeroed when it is taken again, page run by page run:
 // memset where pages are resident (mincore), MADV_DONTNEED where they are
