@@ -21,12 +21,15 @@ import pytest
 import tiktoken
 from streaming_helpers import fresh_cl100k_tokenizer, fresh_r50k_tokenizer, make_text
 
-native = pytest.importorskip(
-    "streambpe.core._native", reason="the compiled core is not built: it owns the table memory"
+from streambpe.core import NATIVE, kept_table_memory
+
+native_only = pytest.mark.skipif(
+    NATIVE is None, reason="the compiled core is not built: it owns the table memory"
 )
 
 linux_only = pytest.mark.skipif(
-    sys.platform != "linux", reason="tables map their own memory, and keep it, only on Linux"
+    NATIVE is None or sys.platform != "linux",
+    reason="the compiled core's tables map their own memory, and keep it, only on Linux",
 )
 
 
@@ -43,12 +46,12 @@ def many_distinct_pieces(seed: int) -> str:
 @pytest.fixture
 def kept_store() -> Iterator[int]:
     """An empty store with the default limit (yielded), emptied and restored afterwards."""
-    limit = native.kept_table_memory()[1]
-    native.kept_table_memory(0)
-    native.kept_table_memory(limit)
+    limit = kept_table_memory()[1]
+    kept_table_memory(0)
+    kept_table_memory(limit)
     yield limit
-    native.kept_table_memory(0)
-    native.kept_table_memory(limit)
+    kept_table_memory(0)
+    kept_table_memory(limit)
 
 
 def drop_tokenizer_after(text: str) -> None:
@@ -62,7 +65,7 @@ def drop_tokenizer_after(text: str) -> None:
 @linux_only
 def test_a_dropped_tokenizers_tables_are_kept_within_the_limit(kept_store: int) -> None:
     drop_tokenizer_after(many_distinct_pieces(seed=1))
-    kept, limit = native.kept_table_memory()
+    kept, limit = kept_table_memory()
     assert limit == kept_store
     assert 0 < kept <= limit
 
@@ -73,35 +76,44 @@ def test_another_vocabulary_on_kept_memory_gets_its_own_ids(
 ) -> None:
     text = many_distinct_pieces(seed=2)
     drop_tokenizer_after(text)
-    kept_before = native.kept_table_memory()[0]
+    kept_before = kept_table_memory()[0]
     second = fresh_cl100k_tokenizer()
     ids = second.encode_ordinary(text)
     # The second tokenizer's tables took kept mappings: the test reached them.
-    assert native.kept_table_memory()[0] < kept_before
+    assert kept_table_memory()[0] < kept_before
     assert ids == cl100k_reference.encode_ordinary(text)
     # Encoded again, from its caches (now holding its own entries).
     assert second.encode_ordinary(text) == ids
 
 
+@native_only
 def test_a_limit_of_zero_hands_everything_back_and_keeps_nothing(kept_store: int) -> None:
     drop_tokenizer_after(many_distinct_pieces(seed=3))
-    assert native.kept_table_memory(0) == (0, 0)
+    assert kept_table_memory(0) == (0, 0)
     drop_tokenizer_after(many_distinct_pieces(seed=4))
-    assert native.kept_table_memory() == (0, 0)
+    assert kept_table_memory() == (0, 0)
 
 
 @linux_only
 def test_a_lower_limit_unmaps_until_the_rest_fits(kept_store: int) -> None:
     drop_tokenizer_after(many_distinct_pieces(seed=5))
-    kept = native.kept_table_memory()[0]
+    kept = kept_table_memory()[0]
     lower = kept // 2
-    now, limit = native.kept_table_memory(lower)
+    now, limit = kept_table_memory(lower)
     assert limit == lower
     assert now <= lower
 
 
 def test_a_negative_limit_is_refused_and_changes_nothing(kept_store: int) -> None:
-    before = native.kept_table_memory()
+    before = kept_table_memory()
     with pytest.raises(ValueError, match="limit must be at least 0"):
-        native.kept_table_memory(-1)
-    assert native.kept_table_memory() == before
+        kept_table_memory(-1)
+    assert kept_table_memory() == before
+
+
+@native_only
+def test_the_compiled_core_refuses_a_negative_limit_itself(kept_store: int) -> None:
+    from streambpe.core import _native  # type: ignore[attr-defined]
+
+    with pytest.raises(ValueError, match="limit must be at least 0"):
+        _native.kept_table_memory(-1)

@@ -53,6 +53,7 @@ __all__ = [
     "TokenDecodingFactory",
     "active_backend",
     "available_backends",
+    "kept_table_memory",
     "pretokenizer_engine",
     "python_pretokenizer",
     "select_backend",
@@ -196,6 +197,31 @@ def pretokenizer_engine(pattern: Pretokenization) -> tuple[str, str | None]:
 
     reason = native_support(pattern)
     return ("native", None) if reason is None else ("regex", reason)
+
+
+def kept_table_memory(limit: int | None = None) -> tuple[int, int]:
+    """``(bytes of freed table memory kept now, the most kept)``; ``limit`` sets the most.
+
+    The compiled core keeps the memory of its freed big tables (2 MiB or
+    more, on Linux), up to the limit (128 MiB unless set), for the next
+    table of the same size, as malloc keeps freed heap ("Kept table memory"
+    in ``docs/design.md``). ``kept_table_memory(0)`` hands all of it back to
+    the system and keeps nothing more. Without the compiled core, or
+    outside Linux, nothing is kept: ``(0, 0)``.
+
+    >>> kept_table_memory(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: limit must be at least 0, got -1
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be at least 0, got {limit}")
+    try:
+        from streambpe.core import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return 0, 0
+    kept, most = _native.kept_table_memory(limit)
+    return int(kept), int(most)
 
 
 def available_backends() -> list[str]:
